@@ -1,0 +1,116 @@
+import * as ipaddr from "ipaddr.js";
+import { z } from "zod";
+import { configFields, loadConfig } from "../lib/config";
+
+/** Control-plane log types EKS can ship to CloudWatch. */
+export const clusterLogTypes = ["api", "audit", "authenticator", "controllerManager", "scheduler"] as const;
+
+// Graviton families carry a "g" right after the generation digit (t4g, m7g, c8gd, ...).
+const armInstanceType = /^[a-z]+\d+g[a-z]*\./;
+export const architectureOf = (instanceType: string): "arm64" | "x86_64" =>
+  armInstanceType.test(instanceType) ? "arm64" : "x86_64";
+
+const cidr = (check: (range: string, prefix: number) => string | undefined) =>
+  z.string().superRefine((value, ctx) => {
+    if (!ipaddr.IPv4.isValidCIDR(value)) {
+      ctx.addIssue({ code: "custom", message: `"${value}" is not an IPv4 CIDR such as 10.0.0.0/16` });
+      return;
+    }
+    const [address, prefix] = ipaddr.IPv4.parseCIDR(value);
+    if (ipaddr.IPv4.networkAddressFromCIDR(value).toString() !== address.toString()) {
+      ctx.addIssue({ code: "custom", message: `"${value}" has host bits set; use its network address` });
+      return;
+    }
+    const problem = check(address.range(), prefix);
+    if (problem) ctx.addIssue({ code: "custom", message: `"${value}" ${problem}` });
+  });
+
+export const clusterConfigSchema = z
+  .object({
+    vpcCidr: cidr((range, prefix) => {
+      if (range !== "private") return "is not in a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16)";
+      if (prefix < 16 || prefix > 24) return `is a /${prefix}; allowed sizes are /16 to /24`;
+      return undefined;
+    }).default("10.0.0.0/16"),
+    availabilityZoneCount: z
+      .number()
+      .int()
+      .min(2, "must be at least 2: EKS needs subnets in two availability zones")
+      .max(6, "must be at most 6")
+      .default(2),
+    natGatewayStrategy: z
+      .enum(["Single", "OnePerAz"], {
+        error: (issue) =>
+          issue.input === "None"
+            ? '"None" would leave the private nodes without egress; allowed values are "Single" and "OnePerAz"'
+            : 'allowed values are "Single" (one NAT gateway, the default) and "OnePerAz"',
+      })
+      .default("Single"),
+    clusterName: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/,
+        "must be 1-100 letters, digits, hyphens or underscores, starting with a letter or digit",
+      )
+      .or(z.literal(""))
+      .default(""),
+    kubernetesVersion: z
+      .string()
+      .regex(/^1\.\d{2}$/, 'must be a Kubernetes minor version such as "1.35"')
+      .default("1.35"),
+    nodeInstanceTypes: z
+      .array(
+        z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9]+$/, "must be an EC2 instance type such as t4g.medium"),
+      )
+      .min(1, "must list at least one EC2 instance type")
+      .refine((types) => new Set(types.map(architectureOf)).size <= 1, {
+        message: "must not mix Graviton (arm64) and x86_64 instance types in one node group",
+      })
+      .default(["t4g.medium"]),
+    nodeCapacityType: z.enum(["ON_DEMAND", "SPOT"]).default("ON_DEMAND"),
+    nodeMinSize: z.number().int().min(1, "must be at least 1").default(2),
+    nodeDesiredSize: z.number().int().min(1, "must be at least 1").default(2),
+    nodeMaxSize: z.number().int().min(1, "must be at least 1").max(100, "must be at most 100").default(3),
+    nodeDiskSizeGiB: z
+      .number()
+      .int()
+      .min(20, "must be at least 20")
+      .max(1000, "must be at most 1000")
+      .default(20),
+    clusterAdminRoleArns: z
+      .array(configFields.iamRoleArn)
+      .refine((arns) => new Set(arns).size === arns.length, { message: "must not repeat a role ARN" })
+      .default([]),
+    publicAccessCidrs: z
+      .array(
+        cidr((range) =>
+          range === "private" ? "is private; the public endpoint sees public addresses" : undefined,
+        ),
+      )
+      .min(1, 'must list at least one CIDR; use ["0.0.0.0/0"] to allow any address')
+      .default(["0.0.0.0/0"]),
+    clusterLogTypes: z
+      .array(z.enum(clusterLogTypes))
+      .refine((types) => new Set(types).size === types.length, { message: "must not repeat a log type" })
+      .default(["api", "audit", "authenticator"]),
+  })
+  .superRefine((c, ctx) => {
+    if (c.nodeMinSize > c.nodeMaxSize) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["nodeMinSize"],
+        message: `(${c.nodeMinSize}) must not exceed cluster:nodeMaxSize (${c.nodeMaxSize})`,
+      });
+    }
+    if (c.nodeDesiredSize < c.nodeMinSize || c.nodeDesiredSize > c.nodeMaxSize) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["nodeDesiredSize"],
+        message: `(${c.nodeDesiredSize}) must lie between cluster:nodeMinSize (${c.nodeMinSize}) and cluster:nodeMaxSize (${c.nodeMaxSize})`,
+      });
+    }
+  });
+
+export type ClusterConfig = z.infer<typeof clusterConfigSchema>;
+
+export const loadClusterConfig = (): ClusterConfig => loadConfig(clusterConfigSchema);

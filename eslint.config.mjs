@@ -1,0 +1,23 @@
+// @ts-check
+import js from "@eslint/js";
+import pulumi from "@pulumi/eslint-plugin";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["node_modules/**", "lib/crds/generated/**", "**/*.js", "**/*.mjs"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ["**/*.ts"],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { "@pulumi": pulumi },
+    rules: {
+      // An Output interpolated into a plain template literal renders as a warning string, not its value.
+      "@pulumi/no-output-in-template-literal": "error",
+      "@pulumi/no-output-instance-in-template-literal": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+    },
+  },
+);

@@ -1,0 +1,204 @@
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+// The mock runtime's monitor and the runtime settings are not re-exported from the package root.
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
+import * as runtimeSettings from "@pulumi/pulumi/runtime/settings";
+import { runInPulumiStack } from "@pulumi/pulumi/runtime/stack";
+import { PlanMocks, type UpstreamStack } from "./mocks";
+
+// Internal runtime hooks (marked @internal, so absent from the typings) that the plan relies on.
+const settings = runtimeSettings as typeof runtimeSettings & { _reset(): void; waitForRPCs(): Promise<void> };
+
+/** What every secret value becomes in a plan. */
+export const SECRET = "[secret]";
+const UNKNOWN = "[unknown]";
+const SIG_KEY = "4dabf18193072939515e22adb298388d";
+const SIG = { secret: "1b47061264138c4ac30d75fd1eb44270", resource: "5cf8f73096256a8f31e491e813e4eb8e" };
+const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
+export interface PlannedResource {
+  urn: string;
+  type: string;
+  name: string;
+  parent: string | null;
+  provider: string | null;
+  custom: boolean;
+  dependsOn: string[];
+  inputs: Record<string, unknown>;
+  options: { protect: boolean; retainOnDelete: boolean; deleteBeforeReplace: boolean };
+}
+
+export interface ProgramPlan {
+  project: string;
+  stack: string;
+  resources: PlannedResource[];
+  /** Stack outputs with every secret replaced by {@link SECRET}. */
+  outputs: Record<string, unknown>;
+  /** What a StackReference to this stack reads: real mock values plus which outputs are secret. */
+  upstream: UpstreamStack;
+}
+
+export interface PlanProgramOptions {
+  /** Folder holding the project's `Pulumi.yaml` and `index.ts`. */
+  projectDir: string;
+  project: string;
+  stack: string;
+  /** Full config keys (`ns:key`) to their values; non-strings are stored as JSON like the CLI does. */
+  config: Record<string, unknown>;
+  secretKeys?: string[];
+  upstream?: Record<string, UpstreamStack>;
+}
+
+/** Replaces secrets, unknowns and resource references in a wire-format value with readable stand-ins. */
+function readable(value: unknown, reveal = false): unknown {
+  if (Array.isArray(value)) return value.map((v) => readable(v, reveal));
+  if (value === UNKNOWN_VALUE) return UNKNOWN;
+  if (value && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    if (record[SIG_KEY] === SIG.secret) return reveal ? readable(record.value, reveal) : SECRET;
+    if (record[SIG_KEY] === SIG.resource) return record.urn;
+    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, readable(v, reveal)]));
+  }
+  return value;
+}
+
+type Callback = (err: Error | null, resp?: unknown) => void;
+interface WireStruct {
+  toJavaScript(): Record<string, unknown>;
+}
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getProvider(): string;
+  getCustom(): boolean;
+  getObject(): WireStruct | undefined;
+  getDependenciesList(): string[];
+  getProtect(): boolean;
+  getRetainondelete(): boolean;
+  getDeletebeforereplace(): boolean;
+}
+
+/** The mock monitor, recording each registration with the options and dependencies the engine would see. */
+class RecordingMonitor extends MockMonitor {
+  readonly registrations: PlannedResource[] = [];
+  stackOutputs: Record<string, unknown> = {};
+
+  override async registerResource(req: RegisterRequest, callback: Callback): Promise<void> {
+    const raw = req.getObject()?.toJavaScript() ?? {};
+    await super.registerResource(req, (err, resp) => {
+      if (!err && resp) {
+        const urn = (resp as { getUrn(): string }).getUrn();
+        this.registrations.push({
+          urn,
+          type: req.getType(),
+          name: req.getName(),
+          parent: req.getParent() || null,
+          provider: req.getProvider() ? req.getProvider().split("::").slice(0, 4).join("::") : null,
+          custom: req.getCustom(),
+          dependsOn: [...new Set(req.getDependenciesList())].sort(),
+          inputs: readable(raw) as Record<string, unknown>,
+          options: {
+            protect: Boolean(req.getProtect()),
+            retainOnDelete: Boolean(req.getRetainondelete()),
+            deleteBeforeReplace: Boolean(req.getDeletebeforereplace()),
+          },
+        });
+      }
+      callback(err, resp);
+    });
+  }
+
+  override registerResourceOutputs(
+    req: { getUrn(): string; getOutputs(): WireStruct | undefined },
+    callback: Callback,
+  ) {
+    if (req.getUrn().includes("::pulumi:pulumi:Stack::"))
+      this.stackOutputs = req.getOutputs()?.toJavaScript() ?? {};
+    super.registerResourceOutputs(req, callback);
+  }
+}
+
+/**
+ * Loads TypeScript programs through tsx's require hook, so a program runs exactly as the Pulumi CLI would
+ * run it, under the test runner and the plan command alike.
+ */
+function requireFresh(entry: string): unknown {
+  if (!require.extensions[".ts"]) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- tsx's CommonJS hook has no ESM entry
+    (require("tsx/cjs/api") as { register(): void }).register();
+  }
+  const repoRoot = path.resolve(__dirname, "..", "..");
+  for (const file of Object.keys(require.cache)) {
+    if (file.startsWith(repoRoot) && !file.includes(`${path.sep}node_modules${path.sep}`))
+      delete require.cache[file];
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- programs are CommonJS, as under the CLI
+  return require(entry);
+}
+
+export class ProgramError extends Error {
+  constructor(
+    readonly project: string,
+    readonly cause: unknown,
+    readonly registered: PlannedResource[],
+  ) {
+    super(cause instanceof Error ? cause.message : String(cause));
+    this.name = "ProgramError";
+  }
+}
+
+/**
+ * Runs one real Pulumi program under the mock runtime and returns what it registered and exported. The
+ * program is required from `projectDir` exactly as the CLI runs it; nothing is copied.
+ */
+export async function planProgram(options: PlanProgramOptions): Promise<ProgramPlan> {
+  const region = String(options.config["aws:region"] ?? "us-west-2");
+  const mocks = new PlanMocks(region, options.upstream);
+  settings._reset();
+  await pulumi.runtime.setMocks(mocks, options.project, options.stack, false);
+  const monitor = new RecordingMonitor(mocks);
+  settings.setMockOptions(monitor, options.project, options.stack, false);
+  pulumi.runtime.setAllConfig(
+    Object.fromEntries(
+      Object.entries(options.config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+    ),
+    options.secretKeys ?? [],
+  );
+
+  // A program that throws is caught inside the root stack, so the stack itself still completes cleanly.
+  let failure: unknown;
+  try {
+    await runInPulumiStack(async () => {
+      try {
+        const exported = requireFresh(path.resolve(options.projectDir, "index.ts")) as Record<
+          string,
+          unknown
+        >;
+        return Object.fromEntries(
+          Object.entries(exported).filter(([k]) => k !== "__esModule" && k !== "default"),
+        );
+      } catch (err) {
+        failure = err;
+        return {};
+      }
+    });
+    await settings.waitForRPCs();
+  } catch (err) {
+    failure ??= err;
+  }
+  const resources = monitor.registrations.filter((r) => r.type !== "pulumi:pulumi:Stack");
+  if (failure !== undefined) throw new ProgramError(options.project, failure, resources);
+
+  const revealed = readable(monitor.stackOutputs, true) as Record<string, unknown>;
+  const secretOutputNames = Object.entries(monitor.stackOutputs)
+    .filter(([, v]) => JSON.stringify(v).includes(SIG.secret))
+    .map(([k]) => k);
+  return {
+    project: options.project,
+    stack: options.stack,
+    resources,
+    outputs: readable(monitor.stackOutputs) as Record<string, unknown>,
+    upstream: { outputs: revealed, secretOutputNames },
+  };
+}

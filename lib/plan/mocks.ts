@@ -1,0 +1,190 @@
+import type * as pulumi from "@pulumi/pulumi";
+
+/** The AWS account every planned ARN lives in. */
+export const PLAN_ACCOUNT_ID = "123456789012";
+
+/** Outputs of an upstream stack, as a StackReference would read them. */
+export interface UpstreamStack {
+  outputs: Record<string, unknown>;
+  secretOutputNames: string[];
+}
+
+/** Deterministic hex of a given length, so every plan of the same program is byte-identical. */
+const hex = (seed: string, length: number): string => {
+  let h = 2166136261;
+  let out = "";
+  while (out.length < length) {
+    for (const c of seed + out.length) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
+    out += h.toString(16).padStart(8, "0");
+  }
+  return out.slice(0, length);
+};
+
+/**
+ * Mocks that answer like AWS, EKS and Kubernetes would: resource ids, ARNs, subnet lists, an OIDC issuer, a
+ * kubeconfig, generated passwords. Downstream projects read these through StackReferences, so they must be
+ * realistic enough for the next program to run on.
+ */
+export class PlanMocks implements pulumi.runtime.Mocks {
+  constructor(
+    private readonly region: string,
+    /** Upstream stacks by their `org/project/stack` name; matched on the project part. */
+    private readonly upstream: Record<string, UpstreamStack> = {},
+  ) {}
+
+  newResource(args: pulumi.runtime.MockResourceArgs): {
+    id: string | undefined;
+    state: Record<string, unknown>;
+  } {
+    if (args.type === "pulumi:pulumi:StackReference") {
+      const stackName = String(args.inputs.name);
+      const project = stackName.split("/")[1] ?? stackName;
+      const upstream = this.upstream[project];
+      if (!upstream) throw new Error(`plan: no planned outputs for the upstream stack "${stackName}"`);
+      return { id: stackName, state: { name: stackName, ...upstream } };
+    }
+    const state = { ...args.inputs, ...this.computed(args) };
+    const id = args.custom ? String(state.id ?? this.idFor(args)) : undefined;
+    return { id, state };
+  }
+
+  call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
+    switch (args.token) {
+      case "aws:index/getRegion:getRegion":
+        return { id: this.region, name: this.region, region: this.region };
+      case "aws:index/getPartition:getPartition":
+        return { id: "aws", partition: "aws", dnsSuffix: "amazonaws.com" };
+      case "aws:index/getCallerIdentity:getCallerIdentity":
+        return {
+          id: PLAN_ACCOUNT_ID,
+          accountId: PLAN_ACCOUNT_ID,
+          arn: `arn:aws:iam::${PLAN_ACCOUNT_ID}:role/platform-deployer`,
+          userId: "AROAPLANPLANPLANPLAN",
+        };
+      default:
+        return args.inputs;
+    }
+  }
+
+  private idFor(args: pulumi.runtime.MockResourceArgs): string {
+    if (args.type.startsWith("kubernetes:")) {
+      const metadata = (args.inputs.metadata ?? {}) as { name?: string; namespace?: string };
+      const name = metadata.name ?? args.name;
+      return metadata.namespace ? `${metadata.namespace}/${name}` : name;
+    }
+    return `${args.name}-${hex(args.type + args.name, 8)}`;
+  }
+
+  private computed(args: pulumi.runtime.MockResourceArgs): Record<string, unknown> {
+    const { type, name, inputs } = args;
+    const arn = (service: string, resource: string, global = false) =>
+      `arn:aws:${service}:${global ? "" : this.region}:${PLAN_ACCOUNT_ID}:${resource}`;
+    switch (type) {
+      case "awsx:ec2:Vpc": {
+        const zones = Number(inputs.numberOfAvailabilityZones ?? 2);
+        const subnets = (kind: string) =>
+          Array.from({ length: zones }, (_, i) => `subnet-${hex(`${name}${kind}${i}`, 17)}`);
+        return {
+          vpcId: `vpc-${hex(name, 17)}`,
+          publicSubnetIds: subnets("public"),
+          privateSubnetIds: subnets("private"),
+          isolatedSubnetIds: [],
+        };
+      }
+      case "eks:index:Cluster":
+        return this.eksCluster(String(inputs.name ?? name));
+      case "aws:iam/role:Role": {
+        const roleName = String(inputs.name ?? `${name}-${hex(name, 7)}`);
+        return {
+          name: roleName,
+          arn: arn("iam", `role/${roleName}`, true),
+          uniqueId: `AROA${hex(name, 16)}`,
+        };
+      }
+      case "aws:iam/policy:Policy": {
+        const policyName = String(inputs.name ?? `${name}-${hex(name, 7)}`);
+        return { name: policyName, arn: arn("iam", `policy/${policyName}`, true) };
+      }
+      case "aws:kms/key:Key": {
+        const keyId = `${hex(name, 8)}-${hex(name + 1, 4)}-${hex(name + 2, 4)}-${hex(name + 3, 4)}-${hex(name + 4, 12)}`;
+        return { keyId, arn: arn("kms", `key/${keyId}`) };
+      }
+      case "aws:cognito/userPool:UserPool": {
+        const id = `${this.region}_${hex(name, 9)}`;
+        return {
+          id,
+          arn: arn("cognito-idp", `userpool/${id}`),
+          endpoint: `cognito-idp.${this.region}.amazonaws.com/${id}`,
+        };
+      }
+      case "aws:cognito/userPoolClient:UserPoolClient":
+        return { id: hex(name, 26) };
+      case "random:index/randomPassword:RandomPassword":
+      case "random:index/randomString:RandomString": {
+        const result = `plan-${hex(name, Math.max(8, Number(inputs.length ?? 32) - 5))}`;
+        return { result, bcryptHash: `$2a$10$${hex(name + "bcrypt", 53)}` };
+      }
+      case "kubernetes:core/v1:Service":
+        return {
+          status: {
+            loadBalancer: {
+              ingress: [{ hostname: `k8s-${hex(name, 20)}.elb.${this.region}.amazonaws.com` }],
+            },
+          },
+        };
+      default:
+        return type.startsWith("aws:") && inputs.arn === undefined
+          ? { arn: arn(type.split(":")[1]!.split("/")[0]!, `${name}`) }
+          : {};
+    }
+  }
+
+  private eksCluster(clusterName: string): Record<string, unknown> {
+    const issuerId = hex(clusterName, 32).toUpperCase();
+    const oidcIssuer = `oidc.eks.${this.region}.amazonaws.com/id/${issuerId}`;
+    const kubeconfig = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        {
+          name: "kubernetes",
+          cluster: {
+            server: `https://${issuerId}.gr7.${this.region}.eks.amazonaws.com`,
+            "certificate-authority-data": Buffer.from(`plan CA of ${clusterName}`).toString("base64"),
+          },
+        },
+      ],
+      contexts: [{ name: "aws", context: { cluster: "kubernetes", user: "aws" } }],
+      "current-context": "aws",
+      users: [
+        {
+          name: "aws",
+          user: {
+            exec: {
+              apiVersion: "client.authentication.k8s.io/v1beta1",
+              command: "aws",
+              args: [
+                "--region",
+                this.region,
+                "eks",
+                "get-token",
+                "--cluster-name",
+                clusterName,
+                "--output",
+                "json",
+              ],
+            },
+          },
+        },
+      ],
+    };
+    return {
+      kubeconfig,
+      kubeconfigJson: JSON.stringify(kubeconfig),
+      oidcIssuer,
+      oidcProviderUrl: `https://${oidcIssuer}`,
+      oidcProviderArn: `arn:aws:iam::${PLAN_ACCOUNT_ID}:oidc-provider/${oidcIssuer}`,
+      clusterSecurityGroupId: `sg-${hex(clusterName + "sg", 17)}`,
+    };
+  }
+}

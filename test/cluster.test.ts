@@ -1,0 +1,144 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import type { ProgramPlan } from "../lib/plan/harness";
+import { readStackConfig } from "../lib/plan/projects";
+import { clusterConfigSchema } from "../cluster/config";
+import { ofType, one, planProject } from "./helpers";
+
+describe("cluster project", () => {
+  let plan: ProgramPlan;
+  beforeAll(async () => {
+    plan = await planProject("cluster");
+  });
+
+  it("builds a VPC with one NAT gateway and subnets tagged for load balancers", () => {
+    const vpc = one(plan, "awsx:ec2:Vpc").inputs;
+    expect(vpc.cidrBlock).toBe("10.0.0.0/16");
+    expect(vpc.numberOfAvailabilityZones).toBe(2);
+    expect(vpc.natGateways).toEqual({ strategy: "Single" });
+    const specs = vpc.subnetSpecs as { type: string; tags: Record<string, string> }[];
+    expect(specs.find((s) => s.type === "Public")?.tags["kubernetes.io/role/elb"]).toBe("1");
+    expect(specs.find((s) => s.type === "Private")?.tags["kubernetes.io/role/internal-elb"]).toBe("1");
+  });
+
+  it("runs nodes in a managed node group in the private subnets only", async () => {
+    const cluster = one(plan, "eks:index:Cluster").inputs;
+    expect(cluster.skipDefaultNodeGroup).toBe(true);
+    const nodes = one(plan, "eks:index:ManagedNodeGroup").inputs;
+    expect(nodes.subnetIds).toEqual(plan.upstream.outputs.privateSubnetIds);
+    expect(nodes.subnetIds).not.toEqual(
+      expect.arrayContaining(plan.upstream.outputs.publicSubnetIds as string[]),
+    );
+    expect(nodes).toMatchObject({
+      instanceTypes: ["t4g.medium"],
+      amiType: "AL2023_ARM_64_STANDARD",
+      capacityType: "ON_DEMAND",
+      scalingConfig: { minSize: 2, desiredSize: 2, maxSize: 3 },
+    });
+    expect(nodes.nodeRole).toBe(one(plan, "aws:iam/role:Role", "platform-nodes").urn);
+  });
+
+  it("picks the x86_64 AMI for x86 instance types", async () => {
+    const x86 = await planProject("cluster", { "cluster:nodeInstanceTypes": ["t3a.medium", "t3.medium"] });
+    expect(one(x86, "eks:index:ManagedNodeGroup").inputs.amiType).toBe("AL2023_x86_64_STANDARD");
+  });
+
+  it("creates the OIDC provider, API authentication, encryption and logging", () => {
+    const cluster = one(plan, "eks:index:Cluster").inputs;
+    const key = one(plan, "aws:kms/key:Key");
+    expect(cluster).toMatchObject({
+      createOidcProvider: true,
+      authenticationMode: "API",
+      version: "1.35",
+      endpointPrivateAccess: true,
+      enabledClusterLogTypes: ["api", "audit", "authenticator"],
+      publicAccessCidrs: ["0.0.0.0/0"],
+      name: "platform-example",
+    });
+    expect(key.inputs.enableKeyRotation).toBe(true);
+    expect(cluster.encryptionConfigKeyArn).toMatch(/^arn:aws:kms:us-west-2:\d{12}:key\//);
+    expect(one(plan, "eks:index:Cluster").dependsOn).toContain(key.urn);
+  });
+
+  it("makes the configured roles cluster admins through access entries", () => {
+    const entries = one(plan, "eks:index:Cluster").inputs.accessEntries as Record<string, unknown>;
+    expect(entries).toEqual({
+      "admin-PlatformAdmins": {
+        principalArn: "arn:aws:iam::123456789012:role/PlatformAdmins",
+        accessPolicies: {
+          clusterAdmin: {
+            policyArn: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+            accessScope: { type: "cluster" },
+          },
+        },
+      },
+    });
+  });
+
+  it("gives nodes only the worker, CNI and image-pull policies", () => {
+    const policies = ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").map(
+      (r) => r.inputs.policyArn,
+    );
+    expect(policies.sort()).toEqual([
+      "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+      "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+      "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    ]);
+  });
+
+  it("tags what it creates with the stack it belongs to", () => {
+    for (const type of [
+      "awsx:ec2:Vpc",
+      "eks:index:Cluster",
+      "eks:index:ManagedNodeGroup",
+      "aws:kms/key:Key",
+    ]) {
+      expect(one(plan, type).inputs.tags, type).toMatchObject({ "platform:stack": "cluster/example" });
+    }
+  });
+
+  it("passes a per-zone NAT strategy through", async () => {
+    const ha = await planProject("cluster", {
+      "cluster:natGatewayStrategy": "OnePerAz",
+      "cluster:availabilityZoneCount": 3,
+    });
+    expect(one(ha, "awsx:ec2:Vpc").inputs).toMatchObject({
+      natGateways: { strategy: "OnePerAz" },
+      numberOfAvailabilityZones: 3,
+    });
+    expect(ha.outputs.privateSubnetIds).toHaveLength(3);
+  });
+
+  it("exports the contract cluster-setup reads, with the kubeconfig secret", () => {
+    expect(Object.keys(plan.outputs).sort()).toEqual(
+      [
+        "clusterName",
+        "clusterSecurityGroupId",
+        "kubeconfig",
+        "nodeRoleArn",
+        "oidcProviderArn",
+        "oidcProviderUrl",
+        "privateSubnetIds",
+        "publicSubnetIds",
+        "region",
+        "vpcId",
+      ].sort(),
+    );
+    expect(plan.outputs.kubeconfig).toBe("[secret]");
+    expect(plan.upstream.secretOutputNames).toEqual(["kubeconfig"]);
+    expect(plan.outputs.oidcProviderUrl).toMatch(/^https:\/\/oidc\.eks\.us-west-2\.amazonaws\.com\/id\//);
+    expect(plan.outputs.region).toBe("us-west-2");
+  });
+
+  it("declares in Pulumi.yaml the same defaults the program applies", () => {
+    const declared = readStackConfig("cluster", "/dev/null").values;
+    const applied = clusterConfigSchema.parse({});
+    for (const [key, value] of Object.entries(applied)) {
+      expect(declared[`cluster:${key}`], `default of cluster:${key}`).toEqual(value);
+    }
+    for (const key of Object.keys(clusterConfigSchema.shape)) {
+      expect(Object.keys(declared).concat("cluster:clusterName"), `cluster:${key} declared`).toContain(
+        `cluster:${key}`,
+      );
+    }
+  });
+});

@@ -1,0 +1,36 @@
+import { expect } from "vitest";
+import { ProgramError, type PlannedResource, type ProgramPlan } from "../lib/plan/harness";
+import { planChain, type ProjectName } from "../lib/plan/projects";
+
+/** Plans `project` (and the projects before it, for its StackReferences) with config overrides. */
+export async function planProject(
+  project: ProjectName,
+  overrides: Record<string, unknown> = {},
+): Promise<ProgramPlan> {
+  const plans = await planChain({ project, overrides });
+  return plans[plans.length - 1]!;
+}
+
+/** Plans with a bad config and returns the error, asserting nothing but the root stack was registered. */
+export async function planError(
+  project: ProjectName,
+  overrides: Record<string, unknown>,
+): Promise<ProgramError> {
+  const error = await planProject(project, overrides).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(error, "the program should have rejected this config").toBeInstanceOf(ProgramError);
+  const programError = error as ProgramError;
+  if (programError.project === project) expect(programError.registered.map((r) => r.type)).toEqual([]);
+  return programError;
+}
+
+export const ofType = (plan: ProgramPlan, type: string): PlannedResource[] =>
+  plan.resources.filter((r) => r.type === type);
+
+export function one(plan: ProgramPlan, type: string, name?: string): PlannedResource {
+  const found = ofType(plan, type).filter((r) => name === undefined || r.name === name);
+  expect(found, `exactly one ${type}${name ? ` named ${name}` : ""}`).toHaveLength(1);
+  return found[0]!;
+}

@@ -1,0 +1,100 @@
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import YAML from "yaml";
+import { beforeAll, describe, expect, it } from "vitest";
+import { PLACEHOLDER_SECRET, projectOrder, repoRoot } from "../lib/plan/projects";
+
+const run = promisify(execFile);
+const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
+
+/** Runs `npm run plan -- ARGS` the way a user would (through tsx), returning its exit code and output. */
+async function plan(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(tsx, [path.join(repoRoot, "lib/plan/cli.ts"), ...args], {
+      cwd: repoRoot,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe("npm run plan", () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
+  let result: Awaited<ReturnType<typeof plan>>;
+  beforeAll(async () => {
+    result = await plan("--out", out);
+  });
+
+  it("plans every project and exits 0", () => {
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    for (const project of projectOrder) expect(result.stdout).toContain(`== ${project} (stack example)`);
+  });
+
+  it("writes resources.json in the contract's shape for each project", () => {
+    for (const project of projectOrder) {
+      const doc = JSON.parse(fs.readFileSync(path.join(out, project, "resources.json"), "utf8"));
+      expect(doc).toMatchObject({ project, stack: "example" });
+      expect(Object.keys(doc).sort()).toEqual(["outputs", "project", "resources", "stack"]);
+      expect(doc.resources.length).toBeGreaterThan(0);
+      for (const r of doc.resources) {
+        expect(Object.keys(r).sort()).toEqual(
+          ["dependsOn", "inputs", "name", "options", "parent", "provider", "type", "urn"].sort(),
+        );
+        expect(Object.keys(r.options).sort()).toEqual(["deleteBeforeReplace", "protect", "retainOnDelete"]);
+      }
+      expect(() =>
+        YAML.parseAllDocuments(fs.readFileSync(path.join(out, project, "manifests.yaml"), "utf8")),
+      ).not.toThrow();
+    }
+  });
+
+  it("holds the VPC, the cluster and the managed node group", () => {
+    const doc = JSON.parse(fs.readFileSync(path.join(out, "cluster", "resources.json"), "utf8"));
+    const types = doc.resources.map((r: { type: string }) => r.type);
+    expect(types).toEqual(
+      expect.arrayContaining(["awsx:ec2:Vpc", "eks:index:Cluster", "eks:index:ManagedNodeGroup"]),
+    );
+  });
+
+  it("never writes or prints a secret value", () => {
+    const written = projectOrder
+      .flatMap((p) =>
+        ["resources.json", "manifests.yaml"].map((f) => fs.readFileSync(path.join(out, p, f), "utf8")),
+      )
+      .join("\n");
+    for (const text of [written, result.stdout]) {
+      expect(text).toContain("[secret]");
+      expect(text).not.toContain(PLACEHOLDER_SECRET);
+      // The planned kubeconfig's token command and CA data are only ever in the secret output.
+      expect(text).not.toContain("get-token");
+      expect(text).not.toContain("certificate-authority-data");
+      expect(text).not.toMatch(/\$2a\$10\$/); // bcrypt hashes of generated passwords
+    }
+  });
+
+  it("exits non-zero naming the key when the config is bad", async () => {
+    const bad = path.join(out, "Pulumi.bad.yaml");
+    fs.writeFileSync(bad, "config:\n  aws:region: us-west-2\n  cluster:availabilityZoneCount: 1\n");
+    const failed = await plan("--project", "cluster", "--config", bad);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(
+      /plan failed: project cluster: Invalid configuration for project "cluster"/,
+    );
+    expect(failed.stderr).toMatch(/cluster:availabilityZoneCount: must be at least 2/);
+  });
+
+  it("rejects unknown projects and options with a usage message", async () => {
+    const unknownProject = await plan("--project", "clusters");
+    expect(unknownProject.code).toBe(2);
+    expect(unknownProject.stderr).toMatch(/--project must be one of cluster/);
+    const unknownOption = await plan("--outdir", out);
+    expect(unknownOption.code).toBe(2);
+    expect(unknownOption.stderr).toMatch(/usage: npm run plan/);
+  });
+});
