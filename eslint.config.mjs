@@ -17,7 +17,7 @@ export default tseslint.config(
       // An Output interpolated into a plain template literal renders as a warning string, not its value.
       "@pulumi/no-output-in-template-literal": "error",
       "@pulumi/no-output-instance-in-template-literal": "error",
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", ignoreRestSiblings: true }],
     },
   },
 );

@@ -1,0 +1,123 @@
+/**
+ * The upstream files our typed resources and the validator are made from, at the versions we pin
+ * (ARCHITECTURE.md). `file` is relative to the CRDs folder (`../shared/crds` or `CRDS_DIR`); `url` is the
+ * same file at the pinned upstream tag, which `npm run crds -- --fetch` downloads.
+ */
+
+const raw = (repo: string, tag: string, file: string) =>
+  `https://raw.githubusercontent.com/${repo}/${tag}/${file}`;
+
+export const pinned = {
+  kargo: "v1.11.2",
+  pko: "v2.9.0",
+  argocd: "v3.4.4",
+  rollouts: "v1.9.1",
+} as const;
+
+export interface CrdSource {
+  /** Module under lib/crds/generated the kinds go to. */
+  module: "kargo" | "pko" | "argocd" | "rollouts";
+  file: string;
+  url: string;
+  /** Kinds and versions to generate typed resources for; every served version is validated. */
+  generate: { kind: string; version: string }[];
+}
+
+const kargoCrd = (plural: string, kind: string | undefined): CrdSource => ({
+  module: "kargo",
+  file: `kargo/kargo.akuity.io_${plural}.yaml`,
+  url: raw("akuity/kargo", pinned.kargo, `charts/kargo/resources/crds/kargo.akuity.io_${plural}.yaml`),
+  generate: kind ? [{ kind, version: "v1alpha1" }] : [],
+});
+
+export const crdSources: CrdSource[] = [
+  kargoCrd("projects", "Project"),
+  kargoCrd("projectconfigs", "ProjectConfig"),
+  kargoCrd("warehouses", "Warehouse"),
+  kargoCrd("stages", "Stage"),
+  kargoCrd("promotiontasks", "PromotionTask"),
+  kargoCrd("clusterpromotiontasks", "ClusterPromotionTask"),
+  // Validated, never declared by us: Kargo creates these.
+  kargoCrd("freights", undefined),
+  kargoCrd("promotions", undefined),
+  kargoCrd("clusterconfigs", undefined),
+  {
+    module: "pko",
+    file: "pko/pulumi.com_stacks.yaml",
+    url: raw(
+      "pulumi/pulumi-kubernetes-operator",
+      pinned.pko,
+      "operator/config/crd/bases/pulumi.com_stacks.yaml",
+    ),
+    generate: [{ kind: "Stack", version: "v1" }],
+  },
+  {
+    module: "argocd",
+    file: "argo-cd/application-crd.yaml",
+    url: raw("argoproj/argo-cd", pinned.argocd, "manifests/crds/application-crd.yaml"),
+    generate: [{ kind: "Application", version: "v1alpha1" }],
+  },
+  {
+    module: "argocd",
+    file: "argo-cd/appproject-crd.yaml",
+    url: raw("argoproj/argo-cd", pinned.argocd, "manifests/crds/appproject-crd.yaml"),
+    generate: [{ kind: "AppProject", version: "v1alpha1" }],
+  },
+  {
+    module: "rollouts",
+    file: "argo-rollouts/analysis-template-crd.yaml",
+    url: raw("argoproj/argo-rollouts", pinned.rollouts, "manifests/crds/analysis-template-crd.yaml"),
+    generate: [{ kind: "AnalysisTemplate", version: "v1alpha1" }],
+  },
+];
+
+/** Kargo's promotion-step config schemas (the CRDs leave step `config` unchecked). */
+export const kargoStepSchemaDir = {
+  dir: "kargo/step-schemas",
+  url: (name: string) => raw("akuity/kargo", pinned.kargo, `pkg/promotion/runner/builtin/schemas/${name}`),
+};
+
+/** Kargo's Warehouse subscription schemas (the CRD leaves `subscriptions[]` unchecked). */
+export const kargoSubscriptionSchemas = {
+  dir: "kargo/subscription-schemas",
+  names: ["git", "image", "chart"] as const,
+  url: (name: string) => raw("akuity/kargo", pinned.kargo, `pkg/subscription/schemas/${name}.json`),
+};
+
+/** The built-in steps of Kargo v1.11.2 (OSS) whose config schemas the fetch downloads. */
+export const kargoBuiltinSteps = [
+  "argocd-update",
+  "argocd-wait",
+  "compose-output",
+  "copy",
+  "delete",
+  "fail",
+  "file-write",
+  "git-clear",
+  "git-clone",
+  "git-commit",
+  "git-merge-pr",
+  "git-open-pr",
+  "git-push",
+  "git-tag",
+  "git-wait-for-pr",
+  "github-push",
+  "helm-template",
+  "helm-update-chart",
+  "http",
+  "http-download",
+  "json-parse",
+  "json-update",
+  "kustomize-build",
+  "kustomize-set-image",
+  "oci-download",
+  "oci-push",
+  "set-freight-alias",
+  "set-metadata",
+  "toml-parse",
+  "toml-update",
+  "untar",
+  "yaml-merge",
+  "yaml-parse",
+  "yaml-update",
+] as const;
