@@ -4,6 +4,10 @@ import * as pulumi from "@pulumi/pulumi";
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
 import * as runtimeSettings from "@pulumi/pulumi/runtime/settings";
 import { runInPulumiStack } from "@pulumi/pulumi/runtime/stack";
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the wire format's Struct, as the SDK uses it
+const { Struct } = require("google-protobuf/google/protobuf/struct_pb.js") as {
+  Struct: { fromJavaScript(value: never): unknown };
+};
 import { PlanMocks, type UpstreamStack } from "./mocks";
 
 // Internal runtime hooks (marked @internal, so absent from the typings) that the plan relies on.
@@ -77,6 +81,34 @@ interface RegisterRequest {
   getProtect(): boolean;
   getRetainondelete(): boolean;
   getDeletebeforereplace(): boolean;
+  getAdditionalsecretoutputsList(): string[];
+}
+
+interface RegisterResponse {
+  getObject(): WireStruct | undefined;
+  setObject(value: unknown): void;
+}
+
+const isSecretValue = (v: unknown) =>
+  typeof v === "object" && v !== null && (v as Record<string, unknown>)[SIG_KEY] === SIG.secret;
+
+/**
+ * What the engine does and the mock monitor does not: outputs named in `additionalSecretOutputs`, and outputs
+ * whose same-named input was secret, come back as secrets.
+ */
+function markSecretOutputs(
+  resp: RegisterResponse,
+  inputs: Record<string, unknown>,
+  additional: string[],
+): void {
+  const outputs = resp.getObject()?.toJavaScript() ?? {};
+  let changed = false;
+  for (const [key, value] of Object.entries(outputs)) {
+    if (isSecretValue(value) || !(additional.includes(key) || isSecretValue(inputs[key]))) continue;
+    outputs[key] = { [SIG_KEY]: SIG.secret, value };
+    changed = true;
+  }
+  if (changed) resp.setObject(Struct.fromJavaScript(outputs as never));
 }
 
 /** The mock monitor, recording each registration with the options and dependencies the engine would see. */
@@ -88,6 +120,7 @@ class RecordingMonitor extends MockMonitor {
     const raw = req.getObject()?.toJavaScript() ?? {};
     await super.registerResource(req, (err, resp) => {
       if (!err && resp) {
+        markSecretOutputs(resp as RegisterResponse, raw, req.getAdditionalsecretoutputsList());
         const urn = (resp as { getUrn(): string }).getUrn();
         this.registrations.push({
           urn,

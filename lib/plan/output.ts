@@ -48,7 +48,9 @@ const short = (value: unknown): string => {
 
 /** The settings worth seeing at a glance: scalar inputs and small lists, never nested documents. */
 function keySettings(r: PlannedResource): string {
+  const first = ["chart", "version", "namespace"];
   const parts = Object.entries(r.inputs)
+    .sort(([a], [b]) => Number(first.includes(b)) - Number(first.includes(a)))
     .filter(
       ([k, v]) => !["tags", "metadata", "apiVersion", "kind"].includes(k) && v !== undefined && v !== null,
     )

@@ -1,0 +1,12 @@
+import type { AddonSpec } from "./helmAddon";
+
+/** cert-manager issues the certificates of Kargo's API and webhooks. */
+export const certManager: AddonSpec = {
+  name: "cert-manager",
+  chart: "cert-manager",
+  repository: "https://charts.jetstack.io",
+  version: "v1.21.1",
+  namespace: "cert-manager",
+  // CRDs come with the chart; `keep` leaves them (and every Certificate) in place if the release goes.
+  values: { crds: { enabled: true, keep: true } },
+};

@@ -1,0 +1,70 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+
+/** Chart values: nested maps whose leaves may be Pulumi inputs (a secret leaf stays secret alone). */
+export type Values = { [key: string]: unknown };
+
+/** A platform add-on: one pinned Helm chart, where it installs, and the values we run it with. */
+export interface AddonSpec {
+  /** Helm release name, also the resource name. */
+  name: string;
+  /** Chart name in `repository`, or a full `oci://` reference. */
+  chart: string;
+  /** HTTPS chart repository; absent for OCI charts. */
+  repository?: string;
+  /** Pinned chart version: never a range, `stable` or `latest`. */
+  version: string;
+  namespace: string;
+  /** Our defaults; a user's values are merged over them. */
+  values: Values;
+}
+
+export interface HelmAddonArgs {
+  provider: k8s.Provider;
+  /** Values merged over the add-on's defaults (maps merge key by key; lists and scalars replace). */
+  values?: Values;
+  /** Add-ons that must be running first. */
+  dependsOn?: pulumi.Input<pulumi.Resource>[];
+}
+
+const isMap = (v: unknown): v is Values =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && !pulumi.Output.isInstance(v);
+
+/** Merges `override` over `base`: maps key by key, anything else replaced. */
+export function mergeValues(base: Values, override: Values): Values {
+  const merged: Values = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    merged[key] = isMap(value) && isMap(merged[key]) ? mergeValues(merged[key], value) : value;
+  }
+  return merged;
+}
+
+/** Installs an {@link AddonSpec} as a Helm release in its own namespace. */
+export class HelmAddon extends pulumi.ComponentResource {
+  readonly release: k8s.helm.v3.Release;
+  readonly namespace: string;
+
+  constructor(spec: AddonSpec, args: HelmAddonArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("platform:cluster-setup:HelmAddon", spec.name, {}, opts);
+    this.namespace = spec.namespace;
+    this.release = new k8s.helm.v3.Release(
+      spec.name,
+      {
+        name: spec.name,
+        chart: spec.chart,
+        version: spec.version,
+        repositoryOpts: spec.repository ? { repo: spec.repository } : undefined,
+        namespace: spec.namespace,
+        createNamespace: true,
+        values: mergeValues(spec.values, args.values ?? {}),
+        // Roll back a failed upgrade instead of leaving a half-applied release behind.
+        atomic: true,
+        cleanupOnFail: true,
+        timeout: 900,
+        maxHistory: 10,
+      },
+      { parent: this, provider: args.provider, dependsOn: args.dependsOn },
+    );
+    this.registerOutputs({ release: this.release.status });
+  }
+}

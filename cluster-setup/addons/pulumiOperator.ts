@@ -1,0 +1,10 @@
+import type { AddonSpec } from "./helmAddon";
+
+/** The Pulumi Kubernetes Operator runs `pulumi preview` and `pulumi up` for each Stack object. */
+export const pulumiOperator: AddonSpec = {
+  name: "pulumi-kubernetes-operator",
+  chart: "oci://ghcr.io/pulumi/helm-charts/pulumi-kubernetes-operator",
+  version: "2.9.0",
+  namespace: "pulumi-kubernetes-operator",
+  values: { image: { tag: "v2.9.0" } },
+};

@@ -1,0 +1,83 @@
+// `pulumi up` #2: the platform add-ons, single sign-on, and the identity PKO runs stacks under.
+import * as aws from "@pulumi/aws";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
+import { ArgoCd } from "./addons/argoCd";
+import { argoRollouts } from "./addons/argoRollouts";
+import { certManager } from "./addons/certManager";
+import { HelmAddon } from "./addons/helmAddon";
+import { pulumiOperator } from "./addons/pulumiOperator";
+import { loadClusterSetupConfig } from "./config";
+import { SingleSignOn } from "./singleSignOn";
+import { StackIdentity } from "./stackIdentity";
+
+const config = loadClusterSetupConfig();
+const stack = pulumi.getStack();
+const tags = { "platform:stack": `${pulumi.getProject()}/${stack}`, "platform:managed-by": "pulumi" };
+
+const cluster = new pulumi.StackReference("cluster", { name: config.clusterStack });
+const kubeconfig = cluster.requireOutput("kubeconfig") as pulumi.Output<string>;
+// One provider from the cluster's kubeconfig: destroying this stack removes its objects before the cluster goes.
+const provider = new k8s.Provider("cluster", { kubeconfig, enableServerSideApply: true });
+
+const certManagerAddon = new HelmAddon(certManager, { provider, values: config.certManagerValues });
+const argoRolloutsAddon = new HelmAddon(argoRollouts, { provider, values: config.argoRolloutsValues });
+new HelmAddon(pulumiOperator, {
+  provider,
+  values: config.pulumiOperatorValues,
+  dependsOn: [certManagerAddon],
+});
+
+const argoCdAdminPassword = new random.RandomPassword("argocd-admin", { length: 32, special: false });
+const argoCd = new ArgoCd("argocd", {
+  provider,
+  adminPasswordHash: argoCdAdminPassword.bcryptHash,
+  stacksRepoURL: config.stacksRepoURL,
+  stacksNamespace: config.stacksNamespace,
+  projectName: config.argocdProject,
+  values: config.argoCdValues,
+});
+
+const accountId = aws.getCallerIdentityOutput().accountId;
+const sso = new SingleSignOn("platform", {
+  domainPrefix:
+    config.cognitoDomainPrefix ||
+    pulumi.interpolate`platform-${stack.toLowerCase().replace(/[^a-z0-9-]/g, "-")}-${accountId}`,
+  mfa: config.cognitoMfa,
+  adminGroup: config.cognitoAdminGroup,
+  approverGroups: config.cognitoApproverGroups,
+  tags,
+});
+
+const identity = new StackIdentity("stacks", {
+  provider,
+  namespace: config.stacksNamespace,
+  serviceAccountName: config.stackServiceAccount,
+  oidcProviderArn: cluster.requireOutput("oidcProviderArn") as pulumi.Output<string>,
+  oidcProviderUrl: cluster.requireOutput("oidcProviderUrl") as pulumi.Output<string>,
+  policyArns: config.stackPolicyArns,
+  rbacRules: config.stackRbacRules,
+  pulumiAccessToken: config.pulumiAccessToken,
+  tags,
+});
+
+// The contract `kargo` reads through its StackReference.
+export { kubeconfig };
+export const clusterName = cluster.requireOutput("clusterName");
+export const region = cluster.requireOutput("region");
+export const stacksNamespace = identity.namespace;
+export const stackServiceAccountName = identity.serviceAccountName;
+export const stackRoleArn = identity.roleArn;
+export const stackRoleName = identity.roleName;
+export const pulumiAccessTokenSecretName = identity.accessTokenSecretName;
+export const cognitoUserPoolId = sso.userPoolId;
+export const cognitoUserPoolArn = sso.userPoolArn;
+export const cognitoIssuerUrl = sso.issuerUrl;
+export const cognitoDomainUrl = sso.domainUrl;
+export const cognitoAdminGroup = config.cognitoAdminGroup;
+export const cognitoApproverGroups = config.cognitoApproverGroups;
+export const argocdNamespace = argoCd.namespace;
+export const argocdProject = argoCd.projectName;
+export const argocdAdminPassword = argoCdAdminPassword.result;
+export const argoRolloutsNamespace = argoRolloutsAddon.namespace;

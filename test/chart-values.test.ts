@@ -1,0 +1,59 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import Ajv from "ajv";
+import YAML from "yaml";
+import { beforeAll, expect, it } from "vitest";
+import type { ProgramPlan } from "../lib/plan/harness";
+import { planChain } from "../lib/plan/projects";
+import { crdsDir, describeWithCrds } from "./crds-support";
+import { one } from "./helpers";
+
+type Map = Record<string, unknown>;
+const isMap = (v: unknown): v is Map => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Maps whose keys the chart passes through verbatim (argocd-cm and argocd-cmd-params-cm entries). */
+const freeForm = new Set(["configs.cm", "configs.params"]);
+
+/** Paths in `values` that the chart's own values.yaml does not have: a misspelt key the chart ignores. */
+function unknownPaths(values: Map, defaults: Map, prefix = ""): string[] {
+  return Object.entries(values).flatMap(([key, value]) => {
+    const at = prefix ? `${prefix}.${key}` : key;
+    if (freeForm.has(prefix)) return [];
+    if (!(key in defaults)) return Object.keys(defaults).length === 0 ? [] : [at];
+    const known = defaults[key];
+    return isMap(value) && isMap(known) ? unknownPaths(value, known, at) : [];
+  });
+}
+
+describeWithCrds("chart values we set", () => {
+  let plan: ProgramPlan;
+  beforeAll(async () => {
+    plan = (await planChain({ project: "cluster-setup" }))[1]!;
+  });
+  const valuesOf = (release: string) =>
+    one(plan, "kubernetes:helm.sh/v3:Release", release).inputs.values as Map;
+  const chartDefaults = (file: string) =>
+    YAML.parse(fs.readFileSync(path.join(crdsDir!, file), "utf8")) as Map;
+
+  it.each([
+    ["argo-cd", "argo-helm/argo-cd-chart-values.yaml"],
+    ["argo-rollouts", "argo-helm/argo-rollouts-chart-values.yaml"],
+    ["pulumi-kubernetes-operator", "pko/chart-values.yaml"],
+  ])("are keys the %s chart reads", (release, file) => {
+    expect(unknownPaths(valuesOf(release), chartDefaults(file))).toEqual([]);
+  });
+
+  it("pass cert-manager's values schema", () => {
+    const schema = JSON.parse(
+      fs.readFileSync(path.join(crdsDir!, "cert-manager/values.schema.json"), "utf8"),
+    );
+    const validate = new Ajv({ strict: false, allErrors: true }).compile(schema);
+    expect(validate(valuesOf("cert-manager")), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it("catch a misspelt key", () => {
+    expect(
+      unknownPaths({ dex: { enable: false } }, chartDefaults("argo-helm/argo-cd-chart-values.yaml")),
+    ).toEqual(["dex.enable"]);
+  });
+});

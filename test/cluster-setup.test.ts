@@ -1,0 +1,297 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { ProgramPlan } from "../lib/plan/harness";
+import { kubernetesObjects } from "../lib/plan/output";
+import { planChain, readStackConfig, repoRoot } from "../lib/plan/projects";
+import { clusterSetupConfigSchema } from "../cluster-setup/config";
+import { runHealthScript } from "./lua";
+import { ofType, one } from "./helpers";
+
+type Values = Record<string, Record<string, unknown>>;
+const releaseNamed = (plan: ProgramPlan, name: string) => one(plan, "kubernetes:helm.sh/v3:Release", name);
+
+describe("cluster-setup project", () => {
+  let cluster: ProgramPlan;
+  let plan: ProgramPlan;
+  beforeAll(async () => {
+    [cluster, plan] = (await planChain({ project: "cluster-setup" })) as [ProgramPlan, ProgramPlan];
+  });
+
+  it("installs the four add-ons from pinned charts at the versions ARCHITECTURE.md names", () => {
+    const releases = Object.fromEntries(
+      ofType(plan, "kubernetes:helm.sh/v3:Release").map((r) => [
+        r.name,
+        {
+          chart: r.inputs.chart,
+          version: r.inputs.version,
+          repo: (r.inputs.repositoryOpts as { repo?: string })?.repo,
+        },
+      ]),
+    );
+    expect(releases).toEqual({
+      "cert-manager": { chart: "cert-manager", version: "v1.21.1", repo: "https://charts.jetstack.io" },
+      "argo-cd": { chart: "argo-cd", version: "10.1.1", repo: "https://argoproj.github.io/argo-helm" },
+      "argo-rollouts": {
+        chart: "argo-rollouts",
+        version: "2.41.0",
+        repo: "https://argoproj.github.io/argo-helm",
+      },
+      "pulumi-kubernetes-operator": {
+        chart: "oci://ghcr.io/pulumi/helm-charts/pulumi-kubernetes-operator",
+        version: "2.9.0",
+        repo: undefined,
+      },
+    });
+    const architecture = fs.readFileSync(path.join(repoRoot, "..", "shared", "ARCHITECTURE.md"), "utf8");
+    for (const { version } of Object.values(releases)) expect(architecture).toContain(String(version));
+  });
+
+  it("installs every add-on's CRDs", () => {
+    const values = (name: string) => releaseNamed(plan, name).inputs.values as Values;
+    expect(values("cert-manager").crds).toEqual({ enabled: true, keep: true });
+    expect(values("argo-rollouts")).toMatchObject({ installCRDs: true, keepCRDs: true });
+    expect(values("argo-cd").crds?.install).not.toBe(false);
+    for (const release of ofType(plan, "kubernetes:helm.sh/v3:Release"))
+      expect(release.inputs.skipCrds).not.toBe(true);
+  });
+
+  it("orders the add-ons: PKO after cert-manager, the AppProject after Argo CD, the rest in parallel", () => {
+    const urn = (name: string) => releaseNamed(plan, name).urn;
+    // Depending on the cert-manager component means depending on its release.
+    expect(releaseNamed(plan, "pulumi-kubernetes-operator").dependsOn).toContain(urn("cert-manager"));
+    expect(one(plan, "kubernetes:argoproj.io/v1alpha1:AppProject").dependsOn).toContain(urn("argo-cd"));
+    for (const name of ["cert-manager", "argo-cd", "argo-rollouts"]) {
+      expect(
+        releaseNamed(plan, name).dependsOn.filter((d) => d.includes("Release") || d.includes("HelmAddon")),
+      ).toEqual([]);
+    }
+  });
+
+  it("deploys every in-cluster object through the provider built from the cluster's kubeconfig", () => {
+    const provider = one(plan, "pulumi:providers:kubernetes");
+    expect(provider.inputs.kubeconfig).toBe("[secret]");
+    for (const r of plan.resources.filter((r) => r.type.startsWith("kubernetes:"))) {
+      expect(r.provider, r.name).toBe(provider.urn);
+    }
+  });
+
+  describe("the Argo CD health check for pulumi.com/Stack", () => {
+    let script: string;
+    const stack = (status: Record<string, unknown> | undefined, generation = 3) => ({
+      apiVersion: "pulumi.com/v1",
+      kind: "Stack",
+      metadata: { name: "dev", generation },
+      status,
+    });
+    const ready = { type: "Ready", status: "True", reason: "ProcessingCompleted" };
+    const done = (generation: number) => ({
+      state: "succeeded",
+      type: "up",
+      generation,
+      lastSuccessfulCommit: "abc",
+    });
+    beforeAll(() => {
+      const values = releaseNamed(plan, "argo-cd").inputs.values as Values;
+      script = (values.configs!.cm as Record<string, string>)[
+        "resource.customizations.health.pulumi.com_Stack"
+      ]!;
+      expect(script).toBeTypeOf("string");
+    });
+
+    it("is Progressing before the operator has seen the Stack", () => {
+      expect(runHealthScript(script, stack(undefined)).status).toBe("Progressing");
+    });
+    it("is Progressing while status.observedGeneration lags metadata.generation, even if Ready", () => {
+      const result = runHealthScript(
+        script,
+        stack({ observedGeneration: 2, conditions: [ready], lastUpdate: done(2) }),
+      );
+      expect(result).toEqual({
+        status: "Progressing",
+        message: "Waiting for the operator to observe generation 3",
+      });
+    });
+    it("is Degraded when Stalled", () => {
+      const stalled = {
+        type: "Stalled",
+        status: "True",
+        reason: "UpdateFailed",
+        message: "pulumi up failed",
+      };
+      expect(runHealthScript(script, stack({ observedGeneration: 3, conditions: [stalled] }))).toEqual({
+        status: "Degraded",
+        message: "UpdateFailed: pulumi up failed",
+      });
+    });
+    it("is Progressing while reconciling", () => {
+      const reconciling = { type: "Reconciling", status: "True", reason: "StackProcessing" };
+      const readyFalse = { type: "Ready", status: "False" };
+      expect(
+        runHealthScript(script, stack({ observedGeneration: 3, conditions: [readyFalse, reconciling] }))
+          .status,
+      ).toBe("Progressing");
+    });
+    it("is Healthy only once the current generation's update succeeded", () => {
+      expect(
+        runHealthScript(script, stack({ observedGeneration: 3, conditions: [ready], lastUpdate: done(3) })),
+      ).toEqual({
+        status: "Healthy",
+        message: "ProcessingCompleted",
+      });
+      expect(
+        runHealthScript(script, stack({ observedGeneration: 3, conditions: [ready], lastUpdate: done(2) }))
+          .status,
+      ).toBe("Progressing");
+      const failed = { ...done(3), state: "failed" };
+      expect(
+        runHealthScript(script, stack({ observedGeneration: 3, conditions: [ready], lastUpdate: failed }))
+          .status,
+      ).toBe("Progressing");
+    });
+  });
+
+  it("turns Dex off and sets the admin password from a generated secret", () => {
+    const values = releaseNamed(plan, "argo-cd").inputs.values as Values;
+    expect(values.dex).toEqual({ enabled: false });
+    expect((values.configs!.secret as Record<string, unknown>).argocdServerAdminPassword).toBe("[secret]");
+    expect(values.repoServer).toEqual({ replicas: 2 }); // the example's values merged over ours
+  });
+
+  it("confines the stacks AppProject to the stacks repository and namespace", () => {
+    const project = one(plan, "kubernetes:argoproj.io/v1alpha1:AppProject").inputs;
+    expect(project.metadata).toEqual({ name: "pulumi-stacks", namespace: "argocd" });
+    expect(project.spec).toEqual({
+      description: expect.any(String),
+      sourceRepos: ["https://github.com/acme/infra-change-platform.git"],
+      destinations: [{ server: "https://kubernetes.default.svc", namespace: "pulumi-stacks" }],
+      clusterResourceWhitelist: [],
+      namespaceResourceWhitelist: [{ group: "pulumi.com", kind: "Stack" }],
+    });
+  });
+
+  it("creates a Cognito pool with deletion protection, email usernames, MFA and role groups", () => {
+    const pool = one(plan, "aws:cognito/userPool:UserPool");
+    expect(pool.options.protect).toBe(true);
+    expect(pool.inputs).toMatchObject({
+      deletionProtection: "ACTIVE",
+      usernameAttributes: ["email"],
+      mfaConfiguration: "OPTIONAL",
+      softwareTokenMfaConfiguration: { enabled: true },
+      adminCreateUserConfig: { allowAdminCreateUserOnly: true },
+    });
+    expect((pool.inputs.passwordPolicy as { minimumLength: number }).minimumLength).toBeGreaterThanOrEqual(
+      14,
+    );
+    expect(ofType(plan, "aws:cognito/userGroup:UserGroup").map((g) => g.inputs.name)).toEqual([
+      "platform-admins",
+      "dev-approvers",
+      "qa-approvers",
+      "security-approvers",
+    ]);
+    expect(one(plan, "aws:cognito/userPoolDomain:UserPoolDomain").inputs.domain).toBe(
+      "platform-example-123456789012",
+    );
+    expect(plan.outputs.cognitoIssuerUrl).toBe(
+      `https://cognito-idp.us-west-2.amazonaws.com/${plan.outputs.cognitoUserPoolId}`,
+    );
+  });
+
+  it("lets exactly the stacks ServiceAccount assume the stacks role, for the STS audience only", () => {
+    const issuer = String(cluster.outputs.oidcProviderUrl).replace("https://", "");
+    const role = one(plan, "aws:iam/role:Role", "stacks");
+    expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual({
+      Version: "2012-10-17",
+      Statement: [
+        {
+          Effect: "Allow",
+          Principal: { Federated: cluster.outputs.oidcProviderArn },
+          Action: "sts:AssumeRoleWithWebIdentity",
+          Condition: {
+            StringEquals: {
+              [`${issuer}:sub`]: "system:serviceaccount:pulumi-stacks:pulumi-stacks",
+              [`${issuer}:aud`]: "sts.amazonaws.com",
+            },
+          },
+        },
+      ],
+    });
+    const sa = one(plan, "kubernetes:core/v1:ServiceAccount").inputs;
+    expect(sa.metadata).toMatchObject({
+      name: "pulumi-stacks",
+      namespace: "pulumi-stacks",
+      annotations: { "eks.amazonaws.com/role-arn": plan.outputs.stackRoleArn },
+    });
+    expect(ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")).toEqual([]);
+  });
+
+  it("binds the stacks ServiceAccount to system:auth-delegator and the configured rules, never cluster-admin", () => {
+    const bindings = ofType(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding").map(
+      (b) => b.inputs,
+    );
+    expect(bindings.map((b) => (b.roleRef as { name: string }).name).sort()).toEqual([
+      "pulumi-stacks-programs",
+      "system:auth-delegator",
+    ]);
+    for (const binding of bindings) {
+      expect(binding.subjects).toEqual([
+        { kind: "ServiceAccount", name: "pulumi-stacks", namespace: "pulumi-stacks" },
+      ]);
+    }
+    expect(one(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs.rules).toEqual([
+      {
+        apiGroups: [""],
+        resources: ["configmaps"],
+        verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      },
+    ]);
+  });
+
+  it("holds no AWS keys anywhere: the Pulumi token is the only Secret, and it is secret", () => {
+    const secrets = kubernetesObjects(plan).filter((o) => o.kind === "Secret");
+    expect(secrets).toEqual([
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "pulumi-access-token", namespace: "pulumi-stacks" },
+        type: "Opaque",
+        stringData: "[secret]",
+      },
+    ]);
+    const everything = JSON.stringify([cluster.resources, plan.resources]);
+    expect(everything).not.toMatch(
+      /AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|aws_secret_access_key|AKIA[0-9A-Z]{16}/,
+    );
+    expect(everything).not.toContain("aws:iam/accessKey:AccessKey");
+  });
+
+  it("exports what kargo needs, secret where it should be", () => {
+    expect(plan.upstream.secretOutputNames.sort()).toEqual(["argocdAdminPassword", "kubeconfig"]);
+    expect(plan.outputs).toMatchObject({
+      stacksNamespace: "pulumi-stacks",
+      stackServiceAccountName: "pulumi-stacks",
+      pulumiAccessTokenSecretName: "pulumi-access-token",
+      cognitoAdminGroup: "platform-admins",
+      cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+      argocdNamespace: "argocd",
+      argocdProject: "pulumi-stacks",
+      region: "us-west-2",
+    });
+    expect(plan.upstream.outputs.kubeconfig).toBe(cluster.upstream.outputs.kubeconfig);
+  });
+
+  it("declares in Pulumi.yaml the same defaults the program applies", () => {
+    const declared = readStackConfig("cluster-setup", "/dev/null").values;
+    const applied = clusterSetupConfigSchema.parse({
+      clusterStack: "o/cluster/s",
+      pulumiAccessToken: "t",
+      stacksRepoURL: "https://example.com/r.git",
+    });
+    for (const key of Object.keys(clusterSetupConfigSchema.shape)) {
+      if (["clusterStack", "pulumiAccessToken", "stacksRepoURL"].includes(key)) continue;
+      expect(declared[`cluster-setup:${key}`], `default of cluster-setup:${key}`).toEqual(
+        (applied as Record<string, unknown>)[key],
+      );
+    }
+  });
+});
