@@ -36,7 +36,7 @@ describeWithCrds("chart values we set", () => {
     YAML.parse(fs.readFileSync(path.join(crdsDir!, file), "utf8")) as Map;
 
   it.each([
-    ["argo-cd", "argo-helm/argo-cd-chart-values.yaml"],
+    ["argocd", "argo-helm/argo-cd-chart-values.yaml"],
     ["argo-rollouts", "argo-helm/argo-rollouts-chart-values.yaml"],
     ["pulumi-kubernetes-operator", "pko/chart-values.yaml"],
   ])("are keys the %s chart reads", (release, file) => {

@@ -31,7 +31,7 @@ describe("cluster-setup project", () => {
     );
     expect(releases).toEqual({
       "cert-manager": { chart: "cert-manager", version: "v1.21.1", repo: "https://charts.jetstack.io" },
-      "argo-cd": { chart: "argo-cd", version: "10.1.1", repo: "https://argoproj.github.io/argo-helm" },
+      argocd: { chart: "argo-cd", version: "10.1.1", repo: "https://argoproj.github.io/argo-helm" },
       "argo-rollouts": {
         chart: "argo-rollouts",
         version: "2.41.0",
@@ -51,7 +51,7 @@ describe("cluster-setup project", () => {
     const values = (name: string) => releaseNamed(plan, name).inputs.values as Values;
     expect(values("cert-manager").crds).toEqual({ enabled: true, keep: true });
     expect(values("argo-rollouts")).toMatchObject({ installCRDs: true, keepCRDs: true });
-    expect(values("argo-cd").crds?.install).not.toBe(false);
+    expect(values("argocd").crds?.install).not.toBe(false);
     for (const release of ofType(plan, "kubernetes:helm.sh/v3:Release"))
       expect(release.inputs.skipCrds).not.toBe(true);
   });
@@ -60,8 +60,8 @@ describe("cluster-setup project", () => {
     const urn = (name: string) => releaseNamed(plan, name).urn;
     // Depending on the cert-manager component means depending on its release.
     expect(releaseNamed(plan, "pulumi-kubernetes-operator").dependsOn).toContain(urn("cert-manager"));
-    expect(one(plan, "kubernetes:argoproj.io/v1alpha1:AppProject").dependsOn).toContain(urn("argo-cd"));
-    for (const name of ["cert-manager", "argo-cd", "argo-rollouts"]) {
+    expect(one(plan, "kubernetes:argoproj.io/v1alpha1:AppProject").dependsOn).toContain(urn("argocd"));
+    for (const name of ["cert-manager", "argocd", "argo-rollouts"]) {
       expect(
         releaseNamed(plan, name).dependsOn.filter((d) => d.includes("Release") || d.includes("HelmAddon")),
       ).toEqual([]);
@@ -92,7 +92,7 @@ describe("cluster-setup project", () => {
       lastSuccessfulCommit: "abc",
     });
     beforeAll(() => {
-      const values = releaseNamed(plan, "argo-cd").inputs.values as Values;
+      const values = releaseNamed(plan, "argocd").inputs.values as Values;
       script = (values.configs!.cm as Record<string, string>)[
         "resource.customizations.health.pulumi.com_Stack"
       ]!;
@@ -152,7 +152,7 @@ describe("cluster-setup project", () => {
   });
 
   it("turns Dex off and sets the admin password from a generated secret", () => {
-    const values = releaseNamed(plan, "argo-cd").inputs.values as Values;
+    const values = releaseNamed(plan, "argocd").inputs.values as Values;
     expect(values.dex).toEqual({ enabled: false });
     expect((values.configs!.secret as Record<string, unknown>).argocdServerAdminPassword).toBe("[secret]");
     expect(values.repoServer).toEqual({ replicas: 2 }); // the example's values merged over ours

@@ -12,7 +12,8 @@ import { HelmAddon, type AddonSpec, type Values } from "./helmAddon";
 export const stackHealthCheck = fs.readFileSync(path.join(__dirname, "stack-health.lua"), "utf8");
 
 export const argoCdChart = {
-  name: "argo-cd",
+  // Release "argocd" with the chart's nameOverride gives the usual names: argocd-server, argocd-repo-server.
+  name: "argocd",
   chart: "argo-cd",
   repository: "https://argoproj.github.io/argo-helm",
   version: "10.1.1",
