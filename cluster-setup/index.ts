@@ -66,11 +66,19 @@ const identity = new StackIdentity("stacks", {
 export { kubeconfig };
 export const clusterName = cluster.requireOutput("clusterName");
 export const region = cluster.requireOutput("region");
+// Passed through for the load balancer in front of Kargo.
+export const vpcId = cluster.requireOutput("vpcId");
+export const publicSubnetIds = cluster.requireOutput("publicSubnetIds");
+export const clusterSecurityGroupId = cluster.requireOutput("clusterSecurityGroupId");
+export const nodeAutoScalingGroupNames = cluster.requireOutput("nodeAutoScalingGroupNames");
+export const stacksRepoURL = config.stacksRepoURL;
 export const stacksNamespace = identity.namespace;
 export const stackServiceAccountName = identity.serviceAccountName;
 export const stackRoleArn = identity.roleArn;
 export const stackRoleName = identity.roleName;
 export const pulumiAccessTokenSecretName = identity.accessTokenSecretName;
+// Kargo's verification reads Pulumi Cloud with the same token.
+export const pulumiAccessToken = config.pulumiAccessToken;
 export const cognitoUserPoolId = sso.userPoolId;
 export const cognitoUserPoolArn = sso.userPoolArn;
 export const cognitoIssuerUrl = sso.issuerUrl;

@@ -45,3 +45,4 @@ export const oidcProviderArn = cluster.oidcProviderArn;
 export const oidcProviderUrl = cluster.oidcProviderUrl;
 export const nodeRoleArn = cluster.nodeRoleArn;
 export const clusterSecurityGroupId = cluster.clusterSecurityGroupId;
+export const nodeAutoScalingGroupNames = cluster.nodeAutoScalingGroupNames;

@@ -43,6 +43,8 @@ export class PlatformCluster extends pulumi.ComponentResource {
   readonly oidcProviderUrl: pulumi.Output<string>;
   readonly nodeRoleArn: pulumi.Output<string>;
   readonly clusterSecurityGroupId: pulumi.Output<string>;
+  /** Auto Scaling groups EKS runs the managed nodes in, for load balancers that target node ports. */
+  readonly nodeAutoScalingGroupNames: pulumi.Output<string[]>;
 
   constructor(name: string, args: PlatformClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:cluster:PlatformCluster", name, {}, opts);
@@ -144,6 +146,9 @@ export class PlatformCluster extends pulumi.ComponentResource {
     this.oidcProviderUrl = cluster.oidcProviderUrl;
     this.nodeRoleArn = nodeRole.arn;
     this.clusterSecurityGroupId = cluster.clusterSecurityGroupId;
+    this.nodeAutoScalingGroupNames = nodeGroup.nodeGroup
+      .apply((group) => pulumi.output(group.resources))
+      .apply((resources) => resources.flatMap((r) => r.autoscalingGroups.map((asg) => asg.name)));
     this.registerOutputs({
       clusterName: this.clusterName,
       kubeconfig: this.kubeconfig,
@@ -151,6 +156,7 @@ export class PlatformCluster extends pulumi.ComponentResource {
       oidcProviderUrl: this.oidcProviderUrl,
       nodeRoleArn: this.nodeRoleArn,
       clusterSecurityGroupId: this.clusterSecurityGroupId,
+      nodeAutoScalingGroupNames: this.nodeAutoScalingGroupNames,
     });
   }
 }

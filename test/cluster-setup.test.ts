@@ -163,7 +163,7 @@ describe("cluster-setup project", () => {
     expect(project.metadata).toEqual({ name: "pulumi-stacks", namespace: "argocd" });
     expect(project.spec).toEqual({
       description: expect.any(String),
-      sourceRepos: ["https://github.com/acme/infra-change-platform.git"],
+      sourceRepos: ["https://github.com/your-org/infra-change-platform.git"],
       destinations: [{ server: "https://kubernetes.default.svc", namespace: "pulumi-stacks" }],
       clusterResourceWhitelist: [],
       namespaceResourceWhitelist: [{ group: "pulumi.com", kind: "Stack" }],
@@ -266,7 +266,11 @@ describe("cluster-setup project", () => {
   });
 
   it("exports what kargo needs, secret where it should be", () => {
-    expect(plan.upstream.secretOutputNames.sort()).toEqual(["argocdAdminPassword", "kubeconfig"]);
+    expect(plan.upstream.secretOutputNames.sort()).toEqual([
+      "argocdAdminPassword",
+      "kubeconfig",
+      "pulumiAccessToken",
+    ]);
     expect(plan.outputs).toMatchObject({
       stacksNamespace: "pulumi-stacks",
       stackServiceAccountName: "pulumi-stacks",

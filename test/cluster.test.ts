@@ -114,6 +114,7 @@ describe("cluster project", () => {
         "clusterName",
         "clusterSecurityGroupId",
         "kubeconfig",
+        "nodeAutoScalingGroupNames",
         "nodeRoleArn",
         "oidcProviderArn",
         "oidcProviderUrl",

@@ -26,6 +26,20 @@ describeWithCrds("every Kubernetes object we emit", () => {
   });
 
   it("passes the upstream schemas, CEL rules and Kargo's step and subscription schemas", () => {
+    const kinds = new Set(objects.map((o) => o.object.kind));
+    for (const kind of [
+      "Project",
+      "ProjectConfig",
+      "Warehouse",
+      "Stage",
+      "PromotionTask",
+      "AnalysisTemplate",
+      "Application",
+      "AppProject",
+      "Stack",
+    ]) {
+      expect(kinds, `the plan and stacks/ emit a ${kind}`).toContain(kind);
+    }
     const report = getValidator().validate(objects.map((o) => o.object));
     expect(report.errors).toEqual([]);
     expect(report.unevaluatedRules, "CEL rules this validator could not evaluate").toEqual([]);

@@ -1,8 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { mergeValues, type Values } from "../../lib/values";
 
-/** Chart values: nested maps whose leaves may be Pulumi inputs (a secret leaf stays secret alone). */
-export type Values = { [key: string]: unknown };
+export type { Values };
 
 /** A platform add-on: one pinned Helm chart, where it installs, and the values we run it with. */
 export interface AddonSpec {
@@ -25,18 +25,6 @@ export interface HelmAddonArgs {
   values?: Values;
   /** Add-ons that must be running first. */
   dependsOn?: pulumi.Input<pulumi.Resource>[];
-}
-
-const isMap = (v: unknown): v is Values =>
-  typeof v === "object" && v !== null && !Array.isArray(v) && !pulumi.Output.isInstance(v);
-
-/** Merges `override` over `base`: maps key by key, anything else replaced. */
-export function mergeValues(base: Values, override: Values): Values {
-  const merged: Values = { ...base };
-  for (const [key, value] of Object.entries(override)) {
-    merged[key] = isMap(value) && isMap(merged[key]) ? mergeValues(merged[key], value) : value;
-  }
-  return merged;
 }
 
 /** Installs an {@link AddonSpec} as a Helm release in its own namespace. */

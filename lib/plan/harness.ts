@@ -204,7 +204,9 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
   try {
     await runInPulumiStack(async () => {
       try {
-        const exported = requireFresh(path.resolve(options.projectDir, "index.ts")) as Record<
+        const program = requireFresh(path.resolve(options.projectDir, "index.ts"));
+        // Like the CLI: a program exporting a function is called and its (awaited) result is the outputs.
+        const exported = (typeof program === "function" ? await program() : program) as Record<
           string,
           unknown
         >;

@@ -93,6 +93,11 @@ export class PlanMocks implements pulumi.runtime.Mocks {
       }
       case "eks:index:Cluster":
         return this.eksCluster(String(inputs.name ?? name));
+      case "eks:index:ManagedNodeGroup":
+        // The real output is a reference to the aws.eks.NodeGroup; its plain state serves the same reads.
+        return {
+          nodeGroup: { resources: [{ autoscalingGroups: [{ name: `eks-${name}-${hex(name, 24)}` }] }] },
+        };
       case "aws:iam/role:Role": {
         const roleName = String(inputs.name ?? `${name}-${hex(name, 7)}`);
         return {
@@ -124,6 +129,16 @@ export class PlanMocks implements pulumi.runtime.Mocks {
         const result = `plan-${hex(name, Math.max(8, Number(inputs.length ?? 32) - 5))}`;
         return { result, bcryptHash: `$2a$10$${hex(name + "bcrypt", 53)}` };
       }
+      case "aws:lb/loadBalancer:LoadBalancer": {
+        const lbName = `${name}-${hex(name, 8)}`;
+        return {
+          name: lbName,
+          arn: arn("elasticloadbalancing", `loadbalancer/net/${lbName}/${hex(name, 16)}`),
+          dnsName: `${lbName}-${hex(name + "dns", 16)}.elb.${this.region}.amazonaws.com`,
+        };
+      }
+      case "aws:lb/targetGroup:TargetGroup":
+        return { arn: arn("elasticloadbalancing", `targetgroup/${name}/${hex(name, 16)}`) };
       case "kubernetes:core/v1:Service":
         return {
           status: {

@@ -7,7 +7,7 @@ import type { UpstreamStack } from "./mocks";
 export const repoRoot = path.resolve(__dirname, "..", "..");
 
 /** The chained projects in deployment order; each reads the one before it through a StackReference. */
-export const projectOrder = ["cluster", "cluster-setup"] as const;
+export const projectOrder = ["cluster", "cluster-setup", "kargo"] as const;
 export type ProjectName = (typeof projectOrder)[number];
 
 /** Secret config the plan supplies when a stack file cannot (it never holds plaintext secrets). */

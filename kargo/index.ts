@@ -1,0 +1,68 @@
+// `pulumi up` #3: Kargo, and the whole promotion pipeline declared in pipeline.ts.
+import * as aws from "@pulumi/aws";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { validatePipeline } from "../lib/pipeline/model";
+import { loadKargoConfig } from "./config";
+import { KargoInstall } from "./kargoInstall";
+import { pipeline as definition } from "./pipeline";
+import { programPolicy } from "./programPolicy";
+import { PromotionPipeline } from "./promotionPipeline";
+import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
+
+export = async () => {
+  const config = loadKargoConfig();
+  const pipeline = validatePipeline(definition);
+  const tags = {
+    "platform:stack": `${pulumi.getProject()}/${pulumi.getStack()}`,
+    "platform:managed-by": "pulumi",
+  };
+
+  const setup = await readClusterSetup(config.clusterSetupStack);
+  checkAgainstClusterSetup(pipeline, setup);
+
+  const provider = new k8s.Provider("cluster", { kubeconfig: setup.kubeconfig, enableServerSideApply: true });
+  const awsProvider = new aws.Provider("aws", { region: setup.region as aws.Region });
+
+  const install = new KargoInstall("kargo", {
+    provider,
+    awsProvider,
+    hostname: config.kargoHostname,
+    allowedCidrs: config.kargoAllowedCidrs,
+    network: setup.network,
+    cognito: {
+      userPoolId: setup.cognitoUserPoolId,
+      issuerUrl: setup.cognitoIssuerUrl,
+      adminGroup: setup.cognitoAdminGroup,
+    },
+    argocdNamespace: setup.argocdNamespace,
+    values: config.kargoValues,
+    tags,
+  });
+
+  const promotion = new PromotionPipeline(pipeline.project, {
+    provider,
+    pipeline,
+    kargo: install.release,
+    argocdNamespace: setup.argocdNamespace,
+    argocdProject: setup.argocdProject,
+    git: { username: config.gitUsername, token: config.gitToken },
+    pulumiAccessToken: setup.pulumiAccessToken,
+  });
+
+  // The stacks' IRSA role gets exactly what the promoted program needs.
+  new aws.iam.RolePolicy(
+    "promoted-program",
+    { role: setup.stackRoleName, policy: JSON.stringify(programPolicy(pipeline)) },
+    { provider: awsProvider },
+  );
+
+  return {
+    kargoUrl: pulumi.interpolate`https://${install.host}`,
+    kargoLoadBalancerHostname: install.loadBalancerHostname,
+    kargoAdminPassword: install.adminPassword,
+    kargoOidcClientId: install.oidcClientId,
+    kargoProject: promotion.namespace,
+    stages: promotion.stageNames,
+  };
+};

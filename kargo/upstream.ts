@@ -1,0 +1,103 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { Pipeline } from "../lib/pipeline/model";
+
+/** What the kargo project reads from cluster-setup, resolved before any resource is declared. */
+export interface ClusterSetup {
+  kubeconfig: pulumi.Output<string>;
+  pulumiAccessToken: pulumi.Output<string>;
+  region: string;
+  network: {
+    vpcId: string;
+    publicSubnetIds: string[];
+    clusterSecurityGroupId: string;
+    nodeAutoScalingGroupNames: string[];
+  };
+  stacksRepoURL: string;
+  stacksNamespace: string;
+  stackServiceAccountName: string;
+  stackRoleName: string;
+  pulumiAccessTokenSecretName: string;
+  cognitoUserPoolId: string;
+  cognitoIssuerUrl: string;
+  cognitoAdminGroup: string;
+  cognitoApproverGroups: string[];
+  argocdNamespace: string;
+  argocdProject: string;
+}
+
+export async function readClusterSetup(stackName: string): Promise<ClusterSetup> {
+  const ref = new pulumi.StackReference("cluster-setup", { name: stackName });
+  const plain = async <T>(key: string): Promise<T> => {
+    const { value } = await ref.getOutputDetails(key);
+    if (value === undefined) {
+      throw new pulumi.RunError(
+        `cluster-setup stack "${stackName}" has no output "${key}"; run pulumi up there first`,
+      );
+    }
+    return value as T;
+  };
+  const secret = (key: string) => ref.requireOutput(key) as pulumi.Output<string>;
+  return {
+    kubeconfig: secret("kubeconfig"),
+    pulumiAccessToken: secret("pulumiAccessToken"),
+    region: await plain("region"),
+    network: {
+      vpcId: await plain("vpcId"),
+      publicSubnetIds: await plain("publicSubnetIds"),
+      clusterSecurityGroupId: await plain("clusterSecurityGroupId"),
+      nodeAutoScalingGroupNames: await plain("nodeAutoScalingGroupNames"),
+    },
+    stacksRepoURL: await plain("stacksRepoURL"),
+    stacksNamespace: await plain("stacksNamespace"),
+    stackServiceAccountName: await plain("stackServiceAccountName"),
+    stackRoleName: await plain("stackRoleName"),
+    pulumiAccessTokenSecretName: await plain("pulumiAccessTokenSecretName"),
+    cognitoUserPoolId: await plain("cognitoUserPoolId"),
+    cognitoIssuerUrl: await plain("cognitoIssuerUrl"),
+    cognitoAdminGroup: await plain("cognitoAdminGroup"),
+    cognitoApproverGroups: await plain("cognitoApproverGroups"),
+    argocdNamespace: await plain("argocdNamespace"),
+    argocdProject: await plain("argocdProject"),
+  };
+}
+
+/**
+ * The pipeline definition and the platform must agree, or promotions would fail at run time: Stacks naming
+ * a ServiceAccount that does not exist, Applications outside the AppProject's repository, gates approved by
+ * a group nobody can join.
+ */
+export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void {
+  const problems: string[] = [];
+  const same = (field: string, ours: string, theirs: string, key: string) => {
+    if (ours !== theirs)
+      problems.push(`pipeline ${field} is "${ours}" but cluster-setup's ${key} is "${theirs}"`);
+  };
+  same("source.repoURL", p.source.repoURL, setup.stacksRepoURL, "stacksRepoURL");
+  same("stacks.namespace", p.stacks.namespace, setup.stacksNamespace, "stacksNamespace");
+  same(
+    "stacks.serviceAccountName",
+    p.stacks.serviceAccountName,
+    setup.stackServiceAccountName,
+    "stackServiceAccount",
+  );
+  same(
+    "stacks.accessTokenSecret",
+    p.stacks.accessTokenSecret,
+    setup.pulumiAccessTokenSecretName,
+    "Pulumi token Secret",
+  );
+  const groups = [setup.cognitoAdminGroup, ...setup.cognitoApproverGroups];
+  for (const stage of p.stages) {
+    if (stage.kind !== "gate") continue;
+    for (const group of stage.approvers.filter((g) => !groups.includes(g))) {
+      problems.push(
+        `stage "${stage.name}": approver group "${group}" is not a Cognito group; cluster-setup has ${groups.join(", ")}`,
+      );
+    }
+  }
+  if (problems.length > 0) {
+    throw new pulumi.RunError(
+      `The pipeline does not match the cluster-setup stack:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+    );
+  }
+}
