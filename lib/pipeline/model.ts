@@ -194,14 +194,20 @@ export function validatePipeline(input: unknown): Pipeline {
 
   // Graph checks need resolvable upstreams, so they come after the checks above.
   const cycle = findCycle(stages);
-  if (cycle) throw new PipelineError([`stages ${cycle.map((n) => `"${n}"`).join(" -> ")}: form a cycle`]);
-  const reachable = new Set<string>();
-  for (const s of topologicalOrder(stages)) {
-    if (s.from === "warehouse" || upstreamOf(s).some((up) => reachable.has(up))) reachable.add(s.name);
+  if (cycle) problems.push(`stages ${cycle.map((n) => `"${n}"`).join(" -> ")}: form a cycle`);
+  const reachable = new Set(stages.filter((s) => s.from === "warehouse").map((s) => s.name));
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const s of stages) {
+      if (!reachable.has(s.name) && upstreamOf(s).some((up) => reachable.has(up))) {
+        reachable.add(s.name);
+        grew = true;
+      }
+    }
   }
   for (const s of stages) {
     if (!reachable.has(s.name)) problems.push(`stage "${s.name}": is not reachable from the Warehouse`);
-    if (s.kind === "update") {
+    if (s.kind === "update" && !cycle) {
       const before = ancestors(stages, s.name);
       if (!stages.some((g) => g.kind === "gate" && before.has(g.name))) {
         problems.push(`stage "${s.name}": runs pulumi up with no approval gate upstream`);

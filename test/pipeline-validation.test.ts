@@ -1,0 +1,179 @@
+import { describe, expect, it } from "vitest";
+import { pipeline as defaultPipeline } from "../kargo/pipeline";
+import { validatePipeline, type PipelineInput } from "../lib/pipeline/model";
+import { planError } from "./helpers";
+
+type StageInput = PipelineInput["stages"][number];
+const gate = (name: string, from: StageInput["from"], approvers = ["qa-approvers"]): StageInput => ({
+  name,
+  kind: "gate",
+  from,
+  approvers,
+});
+const preview = (name: string, environment: string, from: string[]): StageInput => ({
+  name,
+  kind: "preview",
+  environment,
+  from,
+});
+const update = (name: string, environment: string, from: StageInput["from"]): StageInput => ({
+  name,
+  kind: "update",
+  environment,
+  from,
+});
+const withStages = (stages: StageInput[]): PipelineInput => ({ ...defaultPipeline, stages });
+const problemsOf = (input: unknown): string => {
+  try {
+    validatePipeline(input);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error("the pipeline was accepted");
+};
+
+describe("the pipeline definition", () => {
+  it("accepts the default topology: 9 stages, 3 gates", () => {
+    const p = validatePipeline(defaultPipeline);
+    expect(p.stages.map((s) => s.kind).sort()).toEqual(
+      [..."ggg", ..."ppp", ..."uuu"].map((k) => ({ g: "gate", p: "preview", u: "update" })[k]).sort(),
+    );
+  });
+
+  const cases: [string, PipelineInput, RegExp][] = [
+    ["an empty pipeline", withStages([]), /pipeline: has no stages/],
+    [
+      "a duplicate name",
+      withStages([
+        gate("gate", "warehouse"),
+        update("dev", "dev", ["gate"]),
+        update("gate", "dev2", ["gate"]),
+      ]),
+      /stage "gate": the name is used by 2 stages/,
+    ],
+    [
+      "an unknown upstream",
+      withStages([gate("gate", "warehouse"), update("dev", "dev", ["gat"])]),
+      /stage "dev": upstream stage "gat" does not exist/,
+    ],
+    [
+      "a cycle",
+      withStages([
+        gate("gate", "warehouse"),
+        update("dev", "dev", ["gate", "qa"]),
+        update("qa", "qa", ["dev"]),
+      ]),
+      /stages "dev" -> "qa" -> "dev": form a cycle|stages "qa" -> "dev" -> "qa": form a cycle/,
+    ],
+    [
+      "a stage only a cycle feeds",
+      withStages([
+        gate("gate", "warehouse"),
+        gate("a", ["b"]),
+        gate("b", ["a"]),
+        update("dev", "dev", ["a"]),
+      ]),
+      /stage "dev": is not reachable from the Warehouse/,
+    ],
+    [
+      "a name that is not a DNS label",
+      withStages([gate("Gate_1", "warehouse"), update("dev", "dev", ["Gate_1"])]),
+      /stage "Gate_1": the name must be a DNS label/,
+    ],
+    [
+      "a Stack name over 42 characters",
+      withStages([
+        gate("gate", "warehouse"),
+        update("development-environment-number-one-xy", "dev", ["gate"]),
+      ]),
+      /stage "development-environment-number-one-xy": its PKO Stack would be named "infra-development-environment-number-one-xy" \(43 characters\); PKO allows 42/,
+    ],
+    [
+      "a gate without approvers",
+      withStages([gate("gate", "warehouse", []), update("dev", "dev", ["gate"])]),
+      /stage "gate": a gate needs at least one approver group/,
+    ],
+    [
+      "a preview without its update stage",
+      withStages([
+        gate("gate", "warehouse"),
+        preview("qapreview", "qa", ["gate"]),
+        update("dev", "dev", ["gate"]),
+      ]),
+      /stage "qapreview": previews environment "qa", which no update stage deploys/,
+    ],
+    [
+      "an unknown environment",
+      withStages([gate("gate", "warehouse"), update("prod", "prod", ["gate"])]),
+      /stage "prod": environment "prod" is not defined; defined environments: dev, dev2, qa/,
+    ],
+    [
+      "pulumi up with no gate before it",
+      withStages([update("dev", "dev", "warehouse")]),
+      /stage "dev": runs pulumi up with no approval gate upstream/,
+    ],
+    [
+      "two update stages for one environment",
+      withStages([
+        gate("gate", "warehouse"),
+        update("dev", "dev", ["gate"]),
+        update("dev-again", "dev", ["gate"]),
+      ]),
+      /stages "dev", "dev-again": update the same environment "dev"/,
+    ],
+    [
+      "requireAll with one upstream",
+      withStages([gate("gate", "warehouse"), { ...update("dev", "dev", ["gate"]), requireAll: true }]),
+      /stage "dev": requireAll needs at least two upstream stages/,
+    ],
+    [
+      "a misspelt field",
+      withStages([
+        { name: "gate", kind: "gate", from: "warehouse", aprovers: ["qa"] } as unknown as StageInput,
+      ]),
+      /stage "gate": Invalid input: expected array, received undefined|Unrecognized key: "aprovers"/,
+    ],
+    [
+      "an unknown stage kind",
+      withStages([{ name: "gate", kind: "approval", from: "warehouse" } as unknown as StageInput]),
+      /stage "gate" \(kind\): Invalid discriminator value/,
+    ],
+    [
+      "a repository that is not HTTPS",
+      { ...defaultPipeline, source: { ...defaultPipeline.source, repoURL: "git@github.com:acme/infra.git" } },
+      /source.repoURL: must be an HTTPS git URL/,
+    ],
+    [
+      "a workspace image without a pinned tag",
+      { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, workspaceImage: "pulumi/pulumi" } },
+      /stacks.workspaceImage: must be an image with a pinned tag/,
+    ],
+  ];
+  it.each(cases)("rejects %s, naming the stage and the problem", (_, input, message) => {
+    const problems = problemsOf(input);
+    expect(problems).toMatch(/^Invalid pipeline definition:/);
+    expect(problems).toMatch(message);
+  });
+
+  it("reports every problem at once", () => {
+    const problems = problemsOf(
+      withStages([gate("gate", "warehouse", []), update("prod", "prod", ["nowhere"])]),
+    );
+    expect(problems).toMatch(/a gate needs at least one approver group/);
+    expect(problems).toMatch(/environment "prod" is not defined/);
+    expect(problems).toMatch(/upstream stage "nowhere" does not exist/);
+  });
+});
+
+describe("the kargo program", () => {
+  it("rejects bad config before registering anything", async () => {
+    const error = await planError("kargo", { "kargo:kargoHostname": "https://kargo.example.com" });
+    expect(error.message).toMatch(
+      /kargo:kargoHostname: must be a DNS name such as kargo\.example\.com, without a scheme/,
+    );
+  });
+  it("requires the git token as a secret", async () => {
+    const error = await planError("kargo", { "kargo:gitToken": "" });
+    expect(error.message).toMatch(/kargo:gitToken: must be set: pulumi config set --secret gitToken/);
+  });
+});
