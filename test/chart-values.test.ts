@@ -14,14 +14,17 @@ const isMap = (v: unknown): v is Map => typeof v === "object" && v !== null && !
 /** Maps whose keys the chart passes through verbatim (argocd-cm and argocd-cmd-params-cm entries). */
 const freeForm = new Set(["configs.cm", "configs.params"]);
 
-/** Paths in `values` that the chart's own values.yaml does not have: a misspelt key the chart ignores. */
-function unknownPaths(values: Map, defaults: Map, prefix = ""): string[] {
+/**
+ * Paths in `values` that the chart's own values.yaml does not have: a misspelt key the chart ignores.
+ * `documented` holds paths the file documents only in `## @param` comments (nullable values left unset).
+ */
+function unknownPaths(values: Map, defaults: Map, prefix = "", documented = new Set<string>()): string[] {
   return Object.entries(values).flatMap(([key, value]) => {
     const at = prefix ? `${prefix}.${key}` : key;
-    if (freeForm.has(prefix)) return [];
+    if (freeForm.has(prefix) || documented.has(at)) return [];
     if (!(key in defaults)) return Object.keys(defaults).length === 0 ? [] : [at];
     const known = defaults[key];
-    return isMap(value) && isMap(known) ? unknownPaths(value, known, at) : [];
+    return isMap(value) && isMap(known) ? unknownPaths(value, known, at, documented) : [];
   });
 }
 
@@ -41,6 +44,14 @@ describeWithCrds("chart values we set", () => {
     ["pulumi-kubernetes-operator", "pko/chart-values.yaml"],
   ])("are keys the %s chart reads", (release, file) => {
     expect(unknownPaths(valuesOf(release), chartDefaults(file))).toEqual([]);
+  });
+
+  it("are keys the kargo chart reads", async () => {
+    const kargo = (await planChain())[2]!;
+    const values = one(kargo, "kubernetes:helm.sh/v3:Release").inputs.values as Map;
+    const text = fs.readFileSync(path.join(crdsDir!, "kargo/chart-values.yaml"), "utf8");
+    const documented = new Set([...text.matchAll(/## @param ([\w.]+)/g)].map((m) => m[1]!));
+    expect(unknownPaths(values, YAML.parse(text) as Map, "", documented)).toEqual([]);
   });
 
   it("pass cert-manager's values schema", () => {

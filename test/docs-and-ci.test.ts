@@ -1,0 +1,120 @@
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import YAML from "yaml";
+import { describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { README, withDiagram } from "../lib/pipeline/diagram";
+import { validatePipeline } from "../lib/pipeline/model";
+import { projectOrder, repoRoot } from "../lib/plan/projects";
+
+const run = promisify(execFile);
+const validator = path.join(repoRoot, "node_modules", ".bin", "action-validator");
+const github = path.join(repoRoot, ".github");
+const workflow = (name: string) => YAML.parse(fs.readFileSync(path.join(github, "workflows", name), "utf8"));
+
+describe("README", () => {
+  it("draws the pipeline diagram from kargo/pipeline.ts (run `npm run docs` after editing it)", () => {
+    const readme = fs.readFileSync(README, "utf8");
+    expect(readme).toBe(withDiagram(readme, validatePipeline(definition)));
+  });
+
+  it("gives the test command CI runs", () => {
+    expect(fs.readFileSync(README, "utf8")).toContain("npm test");
+    expect(fs.readFileSync(path.join(repoRoot, ".ci", "run"), "utf8")).toMatch(/npm ci\nnpm test/);
+  });
+});
+
+describe("GitHub workflows", () => {
+  const files = [
+    ...fs.readdirSync(path.join(github, "workflows")).map((f) => path.join(github, "workflows", f)),
+    path.join(github, "actions", "pulumi", "action.yml"),
+  ];
+
+  it.each(files.map((f) => [path.relative(repoRoot, f), f]))(
+    "%s passes action-validator",
+    async (_, file) => {
+      await expect(run(validator, [file])).resolves.toBeDefined();
+    },
+  );
+
+  it("are rejected by the validator when malformed", async () => {
+    const broken = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "wf-")), "broken.yml");
+    fs.writeFileSync(broken, "name: x\non: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    stepz: []\n");
+    await expect(run(validator, [broken])).rejects.toMatchObject({ code: 1 });
+  });
+
+  it("preview every changed project and the promoted program on pull requests, with OIDC and PR comments", () => {
+    const preview = workflow("preview.yml");
+    expect(Object.keys(preview.on)).toEqual(["pull_request"]);
+    expect(preview.jobs.tests.uses).toBe("./.github/workflows/ci.yml");
+    const matrix = preview.jobs.preview.strategy.matrix.include as { project: string; dir: string }[];
+    expect(matrix.map((m) => m.dir)).toEqual([...projectOrder, "."]);
+    const step = preview.jobs.preview.steps.find(
+      (s: { uses?: string }) => s.uses === "./.github/actions/pulumi",
+    );
+    expect(step.with).toMatchObject({
+      command: "preview",
+      "comment-on-pr": "true",
+      "stack-name": "${{ vars[matrix.stackVariable] }}",
+    });
+    const paths = YAML.parse(fs.readFileSync(path.join(github, "project-paths.yml"), "utf8"));
+    for (const project of projectOrder) {
+      expect(paths[project]).toEqual(expect.arrayContaining([`${project}/**`]));
+      expect(paths[project].flat()).toContain("lib/**");
+    }
+    expect(paths.program).toEqual(["Pulumi.yaml"]);
+    const action = YAML.parse(fs.readFileSync(path.join(github, "actions", "pulumi", "action.yml"), "utf8"));
+    const uses = action.runs.steps.map((s: { uses?: string }) => s.uses).filter(Boolean);
+    expect(uses).toEqual(
+      expect.arrayContaining([
+        "pulumi/auth-actions@v1",
+        "aws-actions/configure-aws-credentials@v4",
+        "pulumi/actions@v6",
+      ]),
+    );
+    expect(JSON.stringify(action)).not.toMatch(/PULUMI_ACCESS_TOKEN|AWS_SECRET_ACCESS_KEY/);
+  });
+
+  it("deploy cluster, then cluster-setup, then kargo, behind a protected environment", () => {
+    const deploy = workflow("deploy.yml");
+    expect(deploy.on).toHaveProperty("workflow_dispatch");
+    expect(deploy.on.push.branches).toEqual(["main"]);
+    expect(deploy.jobs["cluster-setup"].needs).toContain("cluster");
+    expect(deploy.jobs.kargo.needs).toContain("cluster-setup");
+    for (const project of projectOrder) {
+      const job = deploy.jobs[project];
+      expect(job.environment, project).toBe("production");
+      expect(job.steps.at(-1).with).toMatchObject({ command: "up", "work-dir": project });
+    }
+  });
+});
+
+describe("Pulumi.yaml templates", () => {
+  const projects = [
+    ...projectOrder.map((p) => path.join(repoRoot, p, "Pulumi.yaml")),
+    path.join(repoRoot, "Pulumi.yaml"),
+  ];
+
+  it.each(projects.map((f) => [path.relative(repoRoot, f), f]))(
+    "%s prompts for exactly what the project needs",
+    (_, file) => {
+      const project = YAML.parse(fs.readFileSync(file, "utf8"));
+      expect(project.template?.description).toBeTruthy();
+      const prompts = project.template.config ?? {};
+      const declared = Object.entries<{ default?: unknown; secret?: boolean }>(project.config ?? {});
+      for (const [key, decl] of declared) {
+        if (decl.default === undefined)
+          expect(prompts, `${key} has no default, so the template asks for it`).toHaveProperty(key);
+        if (decl.secret) expect(prompts[key]?.secret, `${key} is a secret`).toBe(true);
+      }
+      for (const [key, prompt] of Object.entries<{ description?: string }>(prompts)) {
+        expect(prompt.description, `${key} is described`).toBeTruthy();
+        if (!key.includes(":"))
+          expect(Object.keys(project.config ?? {}), `${key} is declared`).toContain(key);
+      }
+    },
+  );
+});
