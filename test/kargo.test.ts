@@ -489,6 +489,18 @@ describe("stacks/", () => {
     }
   });
 
+  it("destroys on deletion only the update Stack of an environment marked ephemeral", () => {
+    const ephemeral = validatePipeline({
+      ...definition,
+      environments: { ...definition.environments, dev: { ...definition.environments.dev!, ephemeral: true } },
+    });
+    const specOf = (name: string) =>
+      stackManifest(ephemeral, ephemeral.stages.find((s) => s.name === name) as never, NO_COMMIT).spec;
+    expect(specOf("dev").destroyOnFinalize).toBe(true);
+    expect(specOf("devpreview").destroyOnFinalize).toBe(false);
+    expect(specOf("dev2").destroyOnFinalize).toBe(false);
+  });
+
   it("runs every Stack under the IRSA ServiceAccount with the token Secret and a pinned image, without AWS keys", () => {
     for (const m of manifests()) {
       expect(m.metadata.name.length).toBeLessThanOrEqual(42);
