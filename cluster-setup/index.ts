@@ -1,7 +1,7 @@
 // `pulumi up` #2: the platform add-ons, single sign-on, and the identity PKO runs stacks under.
 import * as aws from "@pulumi/aws";
-import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { clusterProvider, platformTags } from "../lib/platform";
 import * as random from "@pulumi/random";
 import { ArgoCd } from "./addons/argoCd";
 import { argoRollouts } from "./addons/argoRollouts";
@@ -14,12 +14,11 @@ import { StackIdentity } from "./stackIdentity";
 
 const config = loadClusterSetupConfig();
 const stack = pulumi.getStack();
-const tags = { "platform:stack": `${pulumi.getProject()}/${stack}`, "platform:managed-by": "pulumi" };
+const tags = platformTags();
 
 const cluster = new pulumi.StackReference("cluster", { name: config.clusterStack });
 const kubeconfig = cluster.requireOutput("kubeconfig") as pulumi.Output<string>;
-// One provider from the cluster's kubeconfig: destroying this stack removes its objects before the cluster goes.
-const provider = new k8s.Provider("cluster", { kubeconfig, enableServerSideApply: true });
+const provider = clusterProvider(kubeconfig);
 
 const certManagerAddon = new HelmAddon(certManager, { provider, values: config.certManagerValues });
 const argoRolloutsAddon = new HelmAddon(argoRollouts, { provider, values: config.argoRolloutsValues });

@@ -1,13 +1,14 @@
 // `pulumi up` #1: the network and the EKS cluster every later project runs on.
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { platformTags } from "../lib/platform";
 import { loadClusterConfig } from "./config";
 import { Network } from "./network";
 import { PlatformCluster } from "./platformCluster";
 
 const config = loadClusterConfig();
 const stack = pulumi.getStack();
-const tags = { "platform:stack": `${pulumi.getProject()}/${stack}`, "platform:managed-by": "pulumi" };
+const tags = platformTags();
 
 const network = new Network("platform", {
   cidrBlock: config.vpcCidr,

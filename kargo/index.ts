@@ -1,7 +1,7 @@
 // `pulumi up` #3: Kargo, and the whole promotion pipeline declared in pipeline.ts.
 import * as aws from "@pulumi/aws";
-import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { clusterProvider, platformTags } from "../lib/platform";
 import { validatePipeline } from "../lib/pipeline/model";
 import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
@@ -13,15 +13,12 @@ import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 export = async () => {
   const config = loadKargoConfig();
   const pipeline = validatePipeline(definition);
-  const tags = {
-    "platform:stack": `${pulumi.getProject()}/${pulumi.getStack()}`,
-    "platform:managed-by": "pulumi",
-  };
+  const tags = platformTags();
 
   const setup = await readClusterSetup(config.clusterSetupStack);
   checkAgainstClusterSetup(pipeline, setup);
 
-  const provider = new k8s.Provider("cluster", { kubeconfig: setup.kubeconfig, enableServerSideApply: true });
+  const provider = clusterProvider(setup.kubeconfig);
   const awsProvider = new aws.Provider("aws", { region: setup.region as aws.Region });
 
   const install = new KargoInstall("kargo", {

@@ -1,3 +1,4 @@
+import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 
 /** Longest `metadata.name` a PKO Stack may have (a CEL rule in its CRD). */
@@ -85,8 +86,11 @@ export type Stage = Pipeline["stages"][number];
 export type GateStage = Extract<Stage, { kind: "gate" }>;
 export type EnvironmentStage = Exclude<Stage, GateStage>;
 
-/** Raised for a pipeline definition that cannot work, naming each stage and its problem. */
-export class PipelineError extends Error {
+/**
+ * Raised for a pipeline definition that cannot work, naming each stage and its problem. A `RunError`, so
+ * `pulumi up` prints the message alone.
+ */
+export class PipelineError extends pulumi.RunError {
   constructor(readonly problems: string[]) {
     super(`Invalid pipeline definition:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     this.name = "PipelineError";
