@@ -92,6 +92,17 @@ describe("GitHub workflows", () => {
   });
 });
 
+describe("Pulumi.example.yaml", () => {
+  it.each(projectOrder)("of %s shows every key its Pulumi.yaml declares", (project) => {
+    const declared = Object.keys(
+      YAML.parse(fs.readFileSync(path.join(repoRoot, project, "Pulumi.yaml"), "utf8")).config,
+    );
+    const example = fs.readFileSync(path.join(repoRoot, project, "Pulumi.example.yaml"), "utf8");
+    for (const key of declared)
+      expect(example, `${project}:${key}`).toMatch(new RegExp(`${project}:${key}\\b`));
+  });
+});
+
 describe("Pulumi.yaml templates", () => {
   const projects = [
     ...projectOrder.map((p) => path.join(repoRoot, p, "Pulumi.yaml")),
