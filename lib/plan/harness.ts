@@ -3,6 +3,12 @@ import * as pulumi from "@pulumi/pulumi";
 // The mock runtime's monitor and the runtime settings are not re-exported from the package root.
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
 import * as runtimeSettings from "@pulumi/pulumi/runtime/settings";
+import {
+  specialResourceSig,
+  specialSecretSig,
+  specialSigKey as SIG_KEY,
+  unknownValue as UNKNOWN_VALUE,
+} from "@pulumi/pulumi/runtime/rpc";
 import { runInPulumiStack } from "@pulumi/pulumi/runtime/stack";
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the wire format's Struct, as the SDK uses it
 const { Struct } = require("google-protobuf/google/protobuf/struct_pb.js") as {
@@ -16,9 +22,7 @@ const settings = runtimeSettings as typeof runtimeSettings & { _reset(): void; w
 /** What every secret value becomes in a plan. */
 export const SECRET = "[secret]";
 const UNKNOWN = "[unknown]";
-const SIG_KEY = "4dabf18193072939515e22adb298388d";
-const SIG = { secret: "1b47061264138c4ac30d75fd1eb44270", resource: "5cf8f73096256a8f31e491e813e4eb8e" };
-const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+const SIG = { secret: specialSecretSig, resource: specialResourceSig };
 
 export interface PlannedResource {
   urn: string;
@@ -26,7 +30,6 @@ export interface PlannedResource {
   name: string;
   parent: string | null;
   provider: string | null;
-  custom: boolean;
   dependsOn: string[];
   inputs: Record<string, unknown>;
   options: { protect: boolean; retainOnDelete: boolean; deleteBeforeReplace: boolean };
@@ -75,7 +78,6 @@ interface RegisterRequest {
   getName(): string;
   getParent(): string;
   getProvider(): string;
-  getCustom(): boolean;
   getObject(): WireStruct | undefined;
   getDependenciesList(): string[];
   getProtect(): boolean;
@@ -128,7 +130,6 @@ class RecordingMonitor extends MockMonitor {
           name: req.getName(),
           parent: req.getParent() || null,
           provider: req.getProvider() ? req.getProvider().split("::").slice(0, 4).join("::") : null,
-          custom: req.getCustom(),
           dependsOn: [...new Set(req.getDependenciesList())].sort(),
           inputs: readable(raw) as Record<string, unknown>,
           options: {
