@@ -64,7 +64,9 @@ export function loadConfig(
     for (const issue of parsed.error.issues) {
       const [key, ...rest] = issue.path.map(String);
       const where = rest.length > 0 ? `${project}:${key} (at ${rest.join(".")})` : `${project}:${key}`;
-      problems.push(`${key === undefined ? project : where}: ${issue.message}`);
+      const missing = key !== undefined && rest.length === 0 && raw[key] === undefined;
+      const message = missing ? `is required; set it with pulumi config set ${key} <value>` : issue.message;
+      problems.push(`${key === undefined ? project : where}: ${message}`);
     }
   }
   if (problems.length > 0) throw new ConfigError(project, problems);

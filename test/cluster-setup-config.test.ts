@@ -4,6 +4,11 @@ import { planError } from "./helpers";
 describe("cluster-setup rejects bad config before registering anything", () => {
   const cases: [string, Record<string, unknown>, RegExp][] = [
     [
+      "no cluster stack",
+      { "cluster-setup:clusterStack": undefined },
+      /cluster-setup:clusterStack: is required; set it with pulumi config set clusterStack <value>/,
+    ],
+    [
       "a cluster stack that is not org/project/stack",
       { "cluster-setup:clusterStack": "cluster" },
       /cluster-setup:clusterStack: must name the cluster stack as <org>\/<project>\/<stack>/,

@@ -195,7 +195,9 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
   settings.setMockOptions(monitor, options.project, options.stack, false);
   pulumi.runtime.setAllConfig(
     Object.fromEntries(
-      Object.entries(options.config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+      Object.entries(options.config)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
     ),
     options.secretKeys ?? [],
   );
