@@ -1,8 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
-import { planChain, readStackConfig } from "../lib/plan/projects";
-import { clusterSetupConfigSchema } from "../cluster-setup/config";
+import { planChain } from "../lib/plan/projects";
 import { runHealthScript } from "./lua";
 import { ofType, one } from "./helpers";
 
@@ -278,20 +277,5 @@ describe("cluster-setup project", () => {
       region: "us-west-2",
     });
     expect(plan.upstream.outputs.kubeconfig).toBe(cluster.upstream.outputs.kubeconfig);
-  });
-
-  it("declares in Pulumi.yaml the same defaults the program applies", () => {
-    const declared = readStackConfig("cluster-setup", "/dev/null").values;
-    const applied = clusterSetupConfigSchema.parse({
-      clusterStack: "o/cluster/s",
-      pulumiAccessToken: "t",
-      stacksRepoURL: "https://example.com/r.git",
-    });
-    for (const key of Object.keys(clusterSetupConfigSchema.shape)) {
-      if (["clusterStack", "pulumiAccessToken", "stacksRepoURL"].includes(key)) continue;
-      expect(declared[`cluster-setup:${key}`], `default of cluster-setup:${key}`).toEqual(
-        (applied as Record<string, unknown>)[key],
-      );
-    }
   });
 });

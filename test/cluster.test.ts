@@ -1,7 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/plan/harness";
-import { readStackConfig } from "../lib/plan/projects";
-import { clusterConfigSchema } from "../cluster/config";
 import { ofType, one, planProject } from "./helpers";
 
 describe("cluster project", () => {
@@ -128,18 +126,5 @@ describe("cluster project", () => {
     expect(plan.upstream.secretOutputNames).toEqual(["kubeconfig"]);
     expect(plan.outputs.oidcProviderUrl).toMatch(/^https:\/\/oidc\.eks\.us-west-2\.amazonaws\.com\/id\//);
     expect(plan.outputs.region).toBe("us-west-2");
-  });
-
-  it("declares in Pulumi.yaml the same defaults the program applies", () => {
-    const declared = readStackConfig("cluster", "/dev/null").values;
-    const applied = clusterConfigSchema.parse({});
-    for (const [key, value] of Object.entries(applied)) {
-      expect(declared[`cluster:${key}`], `default of cluster:${key}`).toEqual(value);
-    }
-    for (const key of Object.keys(clusterConfigSchema.shape)) {
-      expect(Object.keys(declared).concat("cluster:clusterName"), `cluster:${key} declared`).toContain(
-        `cluster:${key}`,
-      );
-    }
   });
 });
