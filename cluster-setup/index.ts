@@ -6,7 +6,7 @@ import * as random from "@pulumi/random";
 import { ArgoCd } from "./addons/argoCd";
 import { argoRollouts } from "./addons/argoRollouts";
 import { certManager } from "./addons/certManager";
-import { HelmAddon } from "./addons/helmAddon";
+import { HelmAddon } from "../lib/helmAddon";
 import { pulumiOperator } from "./addons/pulumiOperator";
 import { loadClusterSetupConfig } from "./config";
 import { SingleSignOn } from "./singleSignOn";

@@ -2,13 +2,14 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { mergeValues, type Values } from "../lib/values";
+import { HelmAddon, type AddonSpec, type Values } from "../lib/helmAddon";
 
-export const kargoChart = {
+export const kargoChart: Omit<AddonSpec, "values"> = {
+  name: "kargo",
   chart: "oci://ghcr.io/akuity/kargo-charts/kargo",
   version: "1.11.2",
   namespace: "kargo",
-} as const;
+};
 
 /** The node port the Kargo API listens on behind the load balancer. */
 export const KARGO_NODE_PORT = 30443;
@@ -157,11 +158,6 @@ export class KargoInstall extends pulumi.ComponentResource {
     );
     this.adminPassword = adminPassword.result;
 
-    const namespace = new k8s.core.v1.Namespace(
-      name,
-      { metadata: { name: kargoChart.namespace } },
-      { parent: this, provider: args.provider },
-    );
     const defaults: Values = {
       api: {
         host: this.host,
@@ -185,21 +181,12 @@ export class KargoInstall extends pulumi.ComponentResource {
       },
       controller: { argocd: { namespace: args.argocdNamespace } },
     };
-    this.release = new k8s.helm.v3.Release(
-      name,
-      {
-        name: "kargo",
-        chart: kargoChart.chart,
-        version: kargoChart.version,
-        namespace: namespace.metadata.name,
-        values: mergeValues(defaults, args.values ?? {}),
-        atomic: true,
-        cleanupOnFail: true,
-        timeout: 900,
-        maxHistory: 10,
-      },
-      { parent: this, provider: args.provider },
+    const addon = new HelmAddon(
+      { ...kargoChart, values: defaults },
+      { provider: args.provider, values: args.values },
+      { parent: this },
     );
+    this.release = addon.release;
     this.registerOutputs({ host: this.host, oidcClientId: this.oidcClientId });
   }
 }

@@ -3,7 +3,7 @@ import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { argocd } from "../../lib/crds";
-import { HelmAddon, type AddonSpec, type Values } from "./helmAddon";
+import { HelmAddon, type AddonSpec, type Values } from "../../lib/helmAddon";
 
 /**
  * Health of `pulumi.com/Stack` for Argo CD, which bundles none before v3.6. Kept as a Lua file so tests run

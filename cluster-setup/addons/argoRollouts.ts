@@ -1,4 +1,4 @@
-import type { AddonSpec } from "./helmAddon";
+import type { AddonSpec } from "../../lib/helmAddon";
 
 /** Argo Rollouts runs the AnalysisRuns that verify each Kargo stage. */
 export const argoRollouts: AddonSpec = {

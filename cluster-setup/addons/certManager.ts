@@ -1,4 +1,4 @@
-import type { AddonSpec } from "./helmAddon";
+import type { AddonSpec } from "../../lib/helmAddon";
 
 /** cert-manager issues the certificates of Kargo's API and webhooks. */
 export const certManager: AddonSpec = {

@@ -1,4 +1,4 @@
-import type { AddonSpec } from "./helmAddon";
+import type { AddonSpec } from "../../lib/helmAddon";
 
 /** The Pulumi Kubernetes Operator runs `pulumi preview` and `pulumi up` for each Stack object. */
 export const pulumiOperator: AddonSpec = {

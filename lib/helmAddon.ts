@@ -1,8 +1,20 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { mergeValues, type Values } from "../../lib/values";
 
-export type { Values };
+/** Helm chart values: nested maps whose leaves may be Pulumi inputs (a secret leaf stays secret alone). */
+export type Values = { [key: string]: unknown };
+
+const isMap = (v: unknown): v is Values =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && !pulumi.Output.isInstance(v);
+
+/** Merges `override` over `base`: maps key by key, anything else (lists, scalars, inputs) replaced. */
+export function mergeValues(base: Values, override: Values): Values {
+  const merged: Values = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    merged[key] = isMap(value) && isMap(merged[key]) ? mergeValues(merged[key], value) : value;
+  }
+  return merged;
+}
 
 /** A platform add-on: one pinned Helm chart, where it installs, and the values we run it with. */
 export interface AddonSpec {
@@ -33,7 +45,7 @@ export class HelmAddon extends pulumi.ComponentResource {
   readonly namespace: string;
 
   constructor(spec: AddonSpec, args: HelmAddonArgs, opts?: pulumi.ComponentResourceOptions) {
-    super("platform:cluster-setup:HelmAddon", spec.name, {}, opts);
+    super("platform:HelmAddon", spec.name, {}, opts);
     this.namespace = spec.namespace;
     this.release = new k8s.helm.v3.Release(
       spec.name,
