@@ -38,7 +38,7 @@ async function typeOf(schema: SchemaNode, name: string): Promise<string> {
 function withSubscriptions(spec: SchemaNode, crdsDir: string): SchemaNode {
   const properties = Object.fromEntries(
     kargoSubscriptionSchemas.names.map((n) => {
-      const { $schema, title, ...schema } = readJsonSchema(
+      const { title, ...schema } = readJsonSchema(
         path.join(crdsDir, kargoSubscriptionSchemas.dir, `${n}.json`),
       );
       return [n, schema];
@@ -107,7 +107,7 @@ async function generateKargoSteps(crdsDir: string): Promise<string> {
   const parts = [header(`${kargoStepSchemaDir.dir}/*.json (Kargo ${pinned.kargo})`)];
   const entries: string[] = [];
   for (const step of kargoBuiltinSteps) {
-    const { $schema, ...schema } = readJsonSchema(path.join(dir, `${step}-config.json`));
+    const schema = readJsonSchema(path.join(dir, `${step}-config.json`));
     // Inline the one cross-file reference so each step type stands alone.
     const inlined = JSON.parse(
       JSON.stringify(schema).replace(

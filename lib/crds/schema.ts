@@ -79,10 +79,13 @@ export function toJsonSchema(node: SchemaNode): SchemaNode {
   return out;
 }
 
-/** Reads a JSON schema file (Kargo's step and subscription schemas), without its prose. */
+/**
+ * Reads a JSON schema file (Kargo's step and subscription schemas) without its prose or its `$schema`: we
+ * embed these schemas in others and compile them under an `$id` of our own.
+ */
 export const readJsonSchema = (file: string): SchemaNode =>
   JSON.parse(fs.readFileSync(file, "utf8"), (key, value: unknown) =>
-    key === "description" && typeof value === "string" ? undefined : value,
+    (key === "description" || key === "$schema") && typeof value === "string" ? undefined : value,
   ) as SchemaNode;
 
 /**

@@ -147,15 +147,13 @@ export function createValidator(crdsDir: string) {
   ajv.addSchema({ ...readJsonSchema(path.join(stepDir, "argocd-common.json")), $id: "argocd-common.json" });
   const steps = new Map<string, ValidateFunction>(
     kargoBuiltinSteps.map((step) => {
-      const { $schema, ...schema } = readJsonSchema(path.join(stepDir, `${step}-config.json`));
+      const schema = readJsonSchema(path.join(stepDir, `${step}-config.json`));
       return [step, ajv.compile({ ...schema, $id: `${step}-config.json` })];
     }),
   );
   const subscriptions = new Map<string, ValidateFunction>(
     kargoSubscriptionSchemas.names.map((name) => {
-      const { $schema, ...schema } = readJsonSchema(
-        path.join(crdsDir, kargoSubscriptionSchemas.dir, `${name}.json`),
-      );
+      const schema = readJsonSchema(path.join(crdsDir, kargoSubscriptionSchemas.dir, `${name}.json`));
       return [name, ajv.compile({ ...schema, $id: `subscription-${name}.json` })];
     }),
   );
