@@ -1,31 +1,105 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { expect, it } from "vitest";
-import { generate } from "../lib/crds/generate";
+import { describe, expect, it } from "vitest";
+import { extractValidationData, fetchUpstream, generate, upstreamDownloads } from "../lib/crds/generate";
 import { toJsonSchema } from "../lib/crds/schema";
 import type { KubeObject } from "../lib/crds/validate";
-import { crdsDir, describeWithCrds, getValidator } from "./crds-support";
+import { crdSources } from "../lib/crds/sources";
+import { getValidator, upstreamCrdsDir, validationData } from "./crds-support";
 
-const committed = path.join(__dirname, "..", "lib", "crds", "generated");
+const committedDir = path.join(__dirname, "..", "lib", "crds", "generated");
+const listFiles = (dir: string): string[] =>
+  fs
+    .readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((f) => fs.statSync(path.join(dir, f)).isFile())
+    .sort();
 
-describeWithCrds("generated CRD types", () => {
-  it("are what `npm run crds` generates from the pinned CRDs, run after run", async () => {
+describe("generated CRD types and validation data", () => {
+  it("are what `npm run crds` generates, from the upstream files where this clone has them", async () => {
+    // With the upstream files: the whole chain. Without (a fork): the types from the committed data.
+    const data = upstreamCrdsDir ? extractValidationData(upstreamCrdsDir) : validationData;
     const first = fs.mkdtempSync(path.join(os.tmpdir(), "crds-"));
     const second = fs.mkdtempSync(path.join(os.tmpdir(), "crds-"));
-    const files = await generate(crdsDir!, first);
-    await generate(crdsDir!, second);
-    expect(fs.readdirSync(committed).sort()).toEqual(files.map((f) => path.basename(f)).sort());
-    for (const file of files) {
-      const name = path.basename(file);
-      expect(fs.readFileSync(path.join(second, name), "utf8"), `${name} is reproducible`).toBe(
-        fs.readFileSync(file, "utf8"),
-      );
+    const files = await generate(data, first);
+    await generate(data, second);
+    expect(listFiles(committedDir)).toEqual(files);
+    for (const name of files) {
+      const generated = fs.readFileSync(path.join(first, name), "utf8");
+      expect(fs.readFileSync(path.join(second, name), "utf8"), `${name} is reproducible`).toBe(generated);
       expect(
-        fs.readFileSync(path.join(committed, name), "utf8"),
+        fs.readFileSync(path.join(committedDir, name), "utf8"),
         `${name} is up to date: run npm run crds`,
-      ).toBe(fs.readFileSync(file, "utf8"));
+      ).toBe(generated);
     }
+  });
+
+  it("carry no prose: descriptions are stripped", () => {
+    const text = listFiles(path.join(committedDir, "schemas"))
+      .map((f) => fs.readFileSync(path.join(committedDir, "schemas", f), "utf8"))
+      .join("");
+    expect(text).not.toMatch(/"description":"/);
+    expect(Object.keys(validationData.crds)).toHaveLength(crdSources.length);
+  });
+});
+
+describe("npm run crds -- --fetch", () => {
+  const failingFetch =
+    (fail: (url: string) => Response | Error): typeof fetch =>
+    async (input) => {
+      const outcome = fail(String(input));
+      if (outcome instanceof Error) throw outcome;
+      return outcome;
+    };
+  const into = () => fs.mkdtempSync(path.join(os.tmpdir(), "fetch-"));
+
+  it("downloads every upstream file it generates from, at the pinned tags", async () => {
+    const seen: string[] = [];
+    const dir = into();
+    const count = await fetchUpstream(
+      dir,
+      failingFetch((url) => {
+        seen.push(url);
+        return new Response("{}");
+      }),
+    );
+    expect(count).toBe(upstreamDownloads().length);
+    expect(seen.every((url) => url.startsWith("https://raw.githubusercontent.com/"))).toBe(true);
+    expect(seen).toContain(
+      "https://raw.githubusercontent.com/akuity/kargo/v1.11.2/charts/kargo/resources/crds/kargo.akuity.io_stages.yaml",
+    );
+    expect(fs.existsSync(path.join(dir, "pko/pulumi.com_stacks.yaml"))).toBe(true);
+  });
+
+  it("names the URL that failed and the HTTP status", async () => {
+    await expect(
+      fetchUpstream(
+        into(),
+        failingFetch((url) =>
+          url.includes("pulumi.com_stacks")
+            ? new Response("", { status: 404, statusText: "Not Found" })
+            : new Response("{}"),
+        ),
+      ),
+    ).rejects.toThrow(
+      "cannot download https://raw.githubusercontent.com/pulumi/pulumi-kubernetes-operator/v2.9.0/operator/config/crd/bases/pulumi.com_stacks.yaml: HTTP 404 Not Found",
+    );
+  });
+
+  it("names the URL that failed and the network error behind `fetch failed`", async () => {
+    const offline = Object.assign(new TypeError("fetch failed"), {
+      cause: Object.assign(new Error("getaddrinfo ENOTFOUND raw.githubusercontent.com"), {
+        code: "ENOTFOUND",
+      }),
+    });
+    await expect(
+      fetchUpstream(
+        into(),
+        failingFetch(() => offline),
+      ),
+    ).rejects.toThrow(
+      /^cannot download https:\/\/raw\.githubusercontent\.com\/akuity\/kargo\/v1\.11\.2\/\S+: ENOTFOUND: getaddrinfo ENOTFOUND raw\.githubusercontent\.com$/,
+    );
   });
 });
 
@@ -41,7 +115,7 @@ const stage = (spec: Record<string, unknown>): KubeObject => ({
 const withSteps = (steps: unknown[]) => stage({ promotionTemplate: { spec: { steps } } });
 const errorsOf = (...objects: KubeObject[]) => getValidator().validate(objects).errors;
 
-describeWithCrds("the validator", () => {
+describe("the validator", () => {
   it("accepts a valid Stage", () => {
     expect(errorsOf(stage({}))).toEqual([]);
   });

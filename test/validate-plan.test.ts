@@ -1,16 +1,16 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { beforeAll, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../lib/crds/validate";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain, repoRoot } from "../lib/plan/projects";
-import { describeWithCrds, getValidator } from "./crds-support";
+import { getValidator } from "./crds-support";
 
 /** Built-in API groups: no CRD describes them, so they get the name and namespace checks only. */
 const builtIn = /^(v1|(rbac\.authorization\.k8s\.io|apps|batch|networking\.k8s\.io|policy)\/v1)\//;
 
-describeWithCrds("every Kubernetes object we emit", () => {
+describe("every Kubernetes object we emit", () => {
   const objects: { source: string; object: KubeObject }[] = [];
   beforeAll(async () => {
     for (const plan of await planChain()) {

@@ -1,12 +1,28 @@
-// `npm run crds [-- --fetch] [--out DIR]`: regenerates lib/crds/generated from the upstream CRDs and
-// Kargo's step and subscription schemas. Reads ../shared/crds (or CRDS_DIR); --fetch first downloads the
-// same files at the pinned upstream tags into .crds/ and reads those.
+// `npm run crds [-- --fetch] [--out DIR]`: regenerates lib/crds/generated from the upstream CRDs, Kargo's
+// step and subscription schemas and the charts' default values. Reads ../shared/crds (or CRDS_DIR); --fetch
+// first downloads the same files at the pinned upstream tags into .crds/ and reads those. Two stages: the
+// upstream files become the validation data committed in generated/schemas (prose stripped), and the typed
+// resources are generated from that data, so a clone without the upstream files can still regenerate and
+// check the types.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { compile } from "json-schema-to-typescript";
-import { findCrdsDir, readCrdFile, readJsonSchema, toJsonSchema, type SchemaNode } from "./schema";
+import YAML from "yaml";
 import {
+  findCrdsDir,
+  readCrdFile,
+  readJsonSchema,
+  readValidationData,
+  serializeValidationData,
+  toJsonSchema,
+  withoutDescriptions,
+  type SchemaNode,
+  type ValidationData,
+} from "./schema";
+import {
+  certManagerValuesSchema,
+  chartValuesSources,
   crdSources,
   kargoBuiltinSteps,
   kargoStepSchemaDir,
@@ -34,13 +50,42 @@ async function typeOf(schema: SchemaNode, name: string): Promise<string> {
   return ts.trim();
 }
 
+/**
+ * Reads every upstream file validation and the types need, without prose: the CRDs' served versions, Kargo's
+ * step and subscription schemas, the charts' default values (and the Kargo chart's `## @param`-only paths).
+ */
+export function extractValidationData(crdsDir: string): ValidationData {
+  const stepDir = path.join(crdsDir, kargoStepSchemaDir.dir);
+  return {
+    crds: Object.fromEntries(
+      crdSources.map((s) => [s.file, withoutDescriptions(readCrdFile(path.join(crdsDir, s.file)))]),
+    ),
+    steps: Object.fromEntries([
+      ["argocd-common", readJsonSchema(path.join(stepDir, "argocd-common.json"))],
+      ...kargoBuiltinSteps.map((step) => [step, readJsonSchema(path.join(stepDir, `${step}-config.json`))]),
+    ]),
+    subscriptions: Object.fromEntries(
+      kargoSubscriptionSchemas.names.map((n) => [
+        n,
+        readJsonSchema(path.join(crdsDir, kargoSubscriptionSchemas.dir, `${n}.json`)),
+      ]),
+    ),
+    charts: Object.fromEntries(
+      chartValuesSources.map((source) => {
+        const text = fs.readFileSync(path.join(crdsDir, source.file), "utf8");
+        const documented = [...text.matchAll(/## @param ([\w.]+)/g)].map((m) => m[1]!);
+        return [source.chart, { defaults: YAML.parse(text) ?? {}, documented: [...new Set(documented)] }];
+      }),
+    ),
+    certManagerValuesSchema: readJsonSchema(path.join(crdsDir, certManagerValuesSchema.file)),
+  };
+}
+
 /** Warehouse subscriptions are free-form in the CRD; type them with Kargo's subscription schemas. */
-function withSubscriptions(spec: SchemaNode, crdsDir: string): SchemaNode {
+function withSubscriptions(spec: SchemaNode, data: ValidationData): SchemaNode {
   const properties = Object.fromEntries(
     kargoSubscriptionSchemas.names.map((n) => {
-      const { title, ...schema } = readJsonSchema(
-        path.join(crdsDir, kargoSubscriptionSchemas.dir, `${n}.json`),
-      );
+      const { title, ...schema } = data.subscriptions[n]!;
       return [n, schema];
     }),
   );
@@ -57,7 +102,7 @@ function withSubscriptions(spec: SchemaNode, crdsDir: string): SchemaNode {
   };
 }
 
-async function generateModule(module: CrdSource["module"], crdsDir: string): Promise<string> {
+async function generateModule(module: CrdSource["module"], data: ValidationData): Promise<string> {
   const sources = crdSources.filter((s) => s.module === module && s.generate.length > 0);
   const parts = [
     header(sources.map((s) => s.file).join(", ")) +
@@ -66,7 +111,7 @@ async function generateModule(module: CrdSource["module"], crdsDir: string): Pro
       'import type { DeepInput, NamedObjectMeta } from "../input";',
   ];
   for (const source of sources) {
-    const versions = readCrdFile(path.join(crdsDir, source.file));
+    const versions = data.crds[source.file] ?? [];
     for (const wanted of source.generate) {
       const crd = versions.find((v) => v.kind === wanted.kind && v.version === wanted.version);
       if (!crd) throw new Error(`${source.file} has no served ${wanted.kind} ${wanted.version}`);
@@ -76,8 +121,7 @@ async function generateModule(module: CrdSource["module"], crdsDir: string): Pro
       for (const field of Object.keys(props).sort()) {
         if (["apiVersion", "kind", "metadata", "status", "operation"].includes(field)) continue;
         let fieldSchema = toJsonSchema(props[field]!);
-        if (crd.kind === "Warehouse" && field === "spec")
-          fieldSchema = withSubscriptions(fieldSchema, crdsDir);
+        if (crd.kind === "Warehouse" && field === "spec") fieldSchema = withSubscriptions(fieldSchema, data);
         const typeName = `${crd.kind}${pascal(field)}`;
         parts.push(await typeOf(fieldSchema, typeName));
         argLines.push(`  ${field}${required.has(field) ? "" : "?"}: DeepInput<${typeName}>;`);
@@ -101,13 +145,12 @@ async function generateModule(module: CrdSource["module"], crdsDir: string): Pro
 }
 
 /** One config type per built-in Kargo step, and a map from the step's name to it. */
-async function generateKargoSteps(crdsDir: string): Promise<string> {
-  const dir = path.join(crdsDir, kargoStepSchemaDir.dir);
-  const common = readJsonSchema(path.join(dir, "argocd-common.json"));
+async function generateKargoSteps(data: ValidationData): Promise<string> {
+  const common = data.steps["argocd-common"]!;
   const parts = [header(`${kargoStepSchemaDir.dir}/*.json (Kargo ${pinned.kargo})`)];
   const entries: string[] = [];
   for (const step of kargoBuiltinSteps) {
-    const schema = readJsonSchema(path.join(dir, `${step}-config.json`));
+    const schema = data.steps[step]!;
     // Inline the one cross-file reference so each step type stands alone.
     const inlined = JSON.parse(
       JSON.stringify(schema).replace(
@@ -141,36 +184,74 @@ async function generateKargoSteps(crdsDir: string): Promise<string> {
   );
 }
 
-async function fetchUpstream(into: string): Promise<void> {
-  const downloads: [string, string][] = [
+/** The upstream files `--fetch` downloads: each URL at the pinned tag, and where it goes in the CRDs folder. */
+export function upstreamDownloads(): [url: string, file: string][] {
+  return [
     ...crdSources.map((s): [string, string] => [s.url, s.file]),
-    ...[...kargoBuiltinSteps.map((s) => `${s}-config.json`), "argocd-common.json", "common.json"].map(
+    ...[...kargoBuiltinSteps.map((s) => `${s}-config.json`), "argocd-common.json"].map(
       (f): [string, string] => [kargoStepSchemaDir.url(f), `${kargoStepSchemaDir.dir}/${f}`],
     ),
     ...kargoSubscriptionSchemas.names.map((n): [string, string] => [
       kargoSubscriptionSchemas.url(n),
       `${kargoSubscriptionSchemas.dir}/${n}.json`,
     ]),
+    ...chartValuesSources.map((s): [string, string] => [s.url, s.file]),
+    [certManagerValuesSchema.url, certManagerValuesSchema.file],
   ];
+}
+
+/** Why a download failed, in words: the HTTP status, or the network error underneath `fetch failed`. */
+function failureReason(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  if (cause?.code && cause.message) return `${cause.code}: ${cause.message}`;
+  return cause?.message ?? (err as Error).message ?? String(err);
+}
+
+/** Downloads every upstream file into `into`; a failure names the URL and why it failed. */
+export async function fetchUpstream(into: string, fetchUrl: typeof fetch = fetch): Promise<number> {
+  const downloads = upstreamDownloads();
   for (const [url, file] of downloads) {
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
+    let response: Response;
+    try {
+      response = await fetchUrl(url);
+    } catch (err) {
+      throw new Error(`cannot download ${url}: ${failureReason(err)}`);
+    }
+    if (!response.ok) {
+      throw new Error(`cannot download ${url}: HTTP ${response.status} ${response.statusText}`.trimEnd());
+    }
     fs.mkdirSync(path.dirname(path.join(into, file)), { recursive: true });
     fs.writeFileSync(path.join(into, file), await response.text());
   }
-  console.log(`downloaded ${downloads.length} upstream files into ${into}`);
+  return downloads.length;
 }
 
-/** Writes every generated module into `out`; returns the files written. */
-export async function generate(crdsDir: string, out: string): Promise<string[]> {
-  fs.mkdirSync(out, { recursive: true });
+/** The typed-resource modules generated from validation data: file name → source text. */
+export async function generateTypes(data: ValidationData): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
   for (const module of ["kargo", "pko", "argocd", "rollouts"] as const) {
-    files[`${module}.ts`] = await generateModule(module, crdsDir);
+    files[`${module}.ts`] = await generateModule(module, data);
   }
-  files["kargo-steps.ts"] = await generateKargoSteps(crdsDir);
-  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(out, name), text);
-  return Object.keys(files).map((f) => path.join(out, f));
+  files["kargo-steps.ts"] = await generateKargoSteps(data);
+  return files;
+}
+
+/**
+ * Writes the validation data (under `out/schemas`) and the typed resources generated from it into `out`;
+ * returns the files written, relative to `out`.
+ */
+export async function generate(data: ValidationData, out: string): Promise<string[]> {
+  const files: Record<string, string> = {
+    ...Object.fromEntries(
+      Object.entries(serializeValidationData(data)).map(([f, text]) => [path.join("schemas", f), text]),
+    ),
+    ...(await generateTypes(data)),
+  };
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(out, name)), { recursive: true });
+    fs.writeFileSync(path.join(out, name), text);
+  }
+  return Object.keys(files).sort();
 }
 
 async function main(): Promise<void> {
@@ -178,15 +259,17 @@ async function main(): Promise<void> {
   let crdsDir = findCrdsDir(repoRoot);
   if (values.fetch) {
     crdsDir = path.join(repoRoot, ".crds");
-    await fetchUpstream(crdsDir);
+    console.log(`downloaded ${await fetchUpstream(crdsDir)} upstream files into ${crdsDir}`);
   }
-  if (!crdsDir) {
-    throw new Error(
-      "no upstream CRDs found: set CRDS_DIR, place them in ../shared/crds, or run `npm run crds -- --fetch`",
-    );
-  }
-  const written = await generate(crdsDir, values.out ? path.resolve(values.out) : defaultOut);
-  console.log(`generated from ${crdsDir}:\n  ${written.map((f) => path.relative(repoRoot, f)).join("\n  ")}`);
+  const out = values.out ? path.resolve(values.out) : defaultOut;
+  const data = crdsDir ? extractValidationData(crdsDir) : readValidationData();
+  const written = await generate(data, out);
+  console.log(
+    crdsDir
+      ? `generated from ${crdsDir}:`
+      : "no upstream files (../shared/crds, CRDS_DIR or `--fetch`): regenerated the types from the committed schemas:",
+  );
+  console.log(`  ${written.map((f) => path.relative(repoRoot, path.join(out, f))).join("\n  ")}`);
 }
 
 if (require.main === module) {

@@ -88,6 +88,65 @@ export const readJsonSchema = (file: string): SchemaNode =>
     (key === "description" || key === "$schema") && typeof value === "string" ? undefined : value,
   ) as SchemaNode;
 
+/** Drops every `description` (prose, most of an upstream schema's size) at any depth. */
+export function withoutDescriptions<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(withoutDescriptions) as T;
+  if (!isNode(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key, v]) => !(key === "description" && typeof v === "string"))
+      .map(([key, v]) => [key, withoutDescriptions(v)]),
+  ) as T;
+}
+
+/** Keys of a chart's values.yaml with their default scalars; nested maps stay maps. */
+export type ChartDefaults = { [key: string]: unknown };
+
+/**
+ * Everything validation needs from the upstream files, stripped of prose: what `npm run crds` commits under
+ * lib/crds/generated/schemas, so that every clone validates without the upstream files.
+ */
+export interface ValidationData {
+  /** Served versions of each CRD, by the upstream file they come from. */
+  crds: Record<string, CrdVersion[]>;
+  /** Kargo's step-config schemas by step name, plus `argocd-common` which the Argo CD steps reference. */
+  steps: Record<string, SchemaNode>;
+  /** Kargo's Warehouse subscription schemas: git, image, chart. */
+  subscriptions: Record<string, SchemaNode>;
+  /** Per chart (by release name): its default values, and the paths documented only in `## @param` comments. */
+  charts: Record<string, { defaults: ChartDefaults; documented: string[] }>;
+  /** cert-manager's values schema. */
+  certManagerValuesSchema: SchemaNode;
+}
+
+/** The committed validation data, and the file each part of it lives in. */
+export const validationDataDir = path.join(__dirname, "generated", "schemas");
+export const validationDataFiles = {
+  crds: "crds.json",
+  steps: "kargo-steps.json",
+  subscriptions: "kargo-subscriptions.json",
+  charts: "chart-defaults.json",
+  certManagerValuesSchema: "cert-manager-values.schema.json",
+} as const satisfies Record<keyof ValidationData, string>;
+
+/** Reads validation data written by {@link writeValidationData} (the committed copy by default). */
+export function readValidationData(dir = validationDataDir): ValidationData {
+  const read = (file: string) => JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")) as never;
+  return Object.fromEntries(
+    Object.entries(validationDataFiles).map(([part, file]) => [part, read(file)]),
+  ) as unknown as ValidationData;
+}
+
+/** File name → text of each part, as committed: compact JSON, one file per part. */
+export function serializeValidationData(data: ValidationData): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(validationDataFiles).map(([part, file]) => [
+      file,
+      JSON.stringify(data[part as keyof ValidationData]) + "\n",
+    ]),
+  );
+}
+
 /**
  * Where the upstream CRDs and schemas are: `CRDS_DIR` if set, else `../shared/crds` beside the repository,
  * else the `.crds/` folder `npm run crds -- --fetch` downloads into. Undefined when none exists.

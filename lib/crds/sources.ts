@@ -12,6 +12,9 @@ export const pinned = {
   pko: "v2.9.0",
   argocd: "v3.4.4",
   rollouts: "v1.9.1",
+  argoCdChart: "argo-cd-10.1.1",
+  argoRolloutsChart: "argo-rollouts-2.41.0",
+  certManager: "v1.21.1",
 } as const;
 
 export interface CrdSource {
@@ -121,3 +124,40 @@ export const kargoBuiltinSteps = [
   "yaml-parse",
   "yaml-update",
 ] as const;
+
+/** A chart's default values: the validator checks that every key we set is one the chart reads. */
+export interface ChartValuesSource {
+  /** Name the tests look the chart up by (the Helm release name we install it as). */
+  chart: string;
+  file: string;
+  url: string;
+}
+
+export const chartValuesSources: ChartValuesSource[] = [
+  {
+    chart: "kargo",
+    file: "kargo/chart-values.yaml",
+    url: raw("akuity/kargo", pinned.kargo, "charts/kargo/values.yaml"),
+  },
+  {
+    chart: "argocd",
+    file: "argo-helm/argo-cd-chart-values.yaml",
+    url: raw("argoproj/argo-helm", pinned.argoCdChart, "charts/argo-cd/values.yaml"),
+  },
+  {
+    chart: "argo-rollouts",
+    file: "argo-helm/argo-rollouts-chart-values.yaml",
+    url: raw("argoproj/argo-helm", pinned.argoRolloutsChart, "charts/argo-rollouts/values.yaml"),
+  },
+  {
+    chart: "pulumi-kubernetes-operator",
+    file: "pko/chart-values.yaml",
+    url: raw("pulumi/pulumi-kubernetes-operator", pinned.pko, "deploy/helm/pulumi-operator/values.yaml"),
+  },
+];
+
+/** cert-manager ships a JSON schema for its values instead. */
+export const certManagerValuesSchema = {
+  file: "cert-manager/values.schema.json",
+  url: raw("cert-manager/cert-manager", pinned.certManager, "deploy/charts/cert-manager/values.schema.json"),
+};

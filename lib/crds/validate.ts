@@ -1,9 +1,7 @@
-import * as path from "node:path";
 import { run as runCel } from "@bufbuild/cel";
 import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
 import addFormats from "ajv-formats";
-import { readCrdFile, readJsonSchema, toJsonSchema, type SchemaNode } from "./schema";
-import { crdSources, kargoBuiltinSteps, kargoStepSchemaDir, kargoSubscriptionSchemas } from "./sources";
+import { readValidationData, toJsonSchema, type SchemaNode, type ValidationData } from "./schema";
 
 /** A Kubernetes object as it would be applied. */
 export type KubeObject = {
@@ -122,19 +120,20 @@ const describe = (e: ErrorObject, prefix = ""): string => {
 };
 
 /**
- * Validates Kubernetes objects against the upstream CRD schemas in `crdsDir`, with the API server's rules:
+ * Validates Kubernetes objects against the upstream CRD schemas (the committed validation data by default),
+ * with the API server's rules:
  * types, enums, required fields, patterns, bounds, int-or-string, nullable, unknown fields (as errors) and
  * CEL `x-kubernetes-validations`. Kargo step configs and Warehouse subscriptions, which the CRDs leave
  * free-form, are checked against Kargo's own schemas.
  */
-export function createValidator(crdsDir: string) {
+export function createValidator(data: ValidationData = readValidationData()) {
   const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true, unicodeRegExp: false });
   addFormats(ajv);
   for (const format of ["int32", "int64", "byte", "double", "float"]) ajv.addFormat(format, true);
 
   const kinds = new Map<string, KindSchema>();
-  for (const source of crdSources) {
-    for (const crd of readCrdFile(path.join(crdsDir, source.file))) {
+  for (const versions of Object.values(data.crds)) {
+    for (const crd of versions) {
       kinds.set(`${crd.group}/${crd.version}/${crd.kind}`, {
         scope: crd.scope,
         validate: ajv.compile(toJsonSchema(crd.schema)),
@@ -143,19 +142,19 @@ export function createValidator(crdsDir: string) {
     }
   }
 
-  const stepDir = path.join(crdsDir, kargoStepSchemaDir.dir);
-  ajv.addSchema({ ...readJsonSchema(path.join(stepDir, "argocd-common.json")), $id: "argocd-common.json" });
+  const { "argocd-common": argocdCommon, ...stepSchemas } = data.steps;
+  ajv.addSchema({ ...argocdCommon, $id: "argocd-common.json" });
   const steps = new Map<string, ValidateFunction>(
-    kargoBuiltinSteps.map((step) => {
-      const schema = readJsonSchema(path.join(stepDir, `${step}-config.json`));
-      return [step, ajv.compile({ ...schema, $id: `${step}-config.json` })];
-    }),
+    Object.entries(stepSchemas).map(([step, schema]) => [
+      step,
+      ajv.compile({ ...schema, $id: `${step}-config.json` }),
+    ]),
   );
   const subscriptions = new Map<string, ValidateFunction>(
-    kargoSubscriptionSchemas.names.map((name) => {
-      const schema = readJsonSchema(path.join(crdsDir, kargoSubscriptionSchemas.dir, `${name}.json`));
-      return [name, ajv.compile({ ...schema, $id: `subscription-${name}.json` })];
-    }),
+    Object.entries(data.subscriptions).map(([name, schema]) => [
+      name,
+      ajv.compile({ ...schema, $id: `subscription-${name}.json` }),
+    ]),
   );
 
   function checkSteps(list: unknown, where: string, errors: string[]): void {
