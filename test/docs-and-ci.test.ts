@@ -31,6 +31,43 @@ describe("README", () => {
   });
 });
 
+describe("the supported Node.js", () => {
+  const pinned = fs.readFileSync(path.join(repoRoot, ".nvmrc"), "utf8").trim();
+  const major = pinned.split(".")[0]!;
+  const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, "package.json"), "utf8"));
+
+  it("is what @pulumi/pulumi declares, and package.json, .nvmrc and the Node typings agree on it", () => {
+    const sdk = JSON.parse(
+      fs.readFileSync(path.join(repoRoot, "node_modules", "@pulumi", "pulumi", "package.json"), "utf8"),
+    );
+    expect(pinned).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(pkg.engines.node).toBe(sdk.engines.node);
+    expect(pkg.engines.node).toBe(`>=${major}`);
+    expect(pkg.devDependencies["@types/node"]).toMatch(new RegExp(`^\\^${major}\\.`));
+  });
+
+  it("is what CI, every workflow and the README use", () => {
+    const ciRun = fs.readFileSync(path.join(repoRoot, ".ci", "run"), "utf8");
+    expect(ciRun).toContain("cat .nvmrc");
+    expect(ciRun).toContain("engines.node");
+    const setupNode = [
+      ...fs.readdirSync(path.join(github, "workflows")).map((f) => path.join(github, "workflows", f)),
+      path.join(github, "actions", "pulumi", "action.yml"),
+    ].flatMap((file) =>
+      [
+        ...fs
+          .readFileSync(file, "utf8")
+          .matchAll(/uses: actions\/setup-node@\S+\n\s+with:\n((?:\s+\S.*\n)+)/g),
+      ].map((m) => [path.basename(file), m[1]!] as const),
+    );
+    expect(setupNode.length).toBeGreaterThanOrEqual(2);
+    for (const [file, inputs] of setupNode) {
+      expect(inputs, `${file} sets up Node from .nvmrc`).toContain("node-version-file: .nvmrc");
+    }
+    expect(fs.readFileSync(README, "utf8")).toContain(`Node.js ${major} or newer`);
+  });
+});
+
 describe("GitHub workflows", () => {
   const files = [
     ...fs.readdirSync(path.join(github, "workflows")).map((f) => path.join(github, "workflows", f)),
