@@ -78,6 +78,88 @@ describe("npm run plan", () => {
     }
   });
 
+  describe("reads like a review: what decides exposure and privilege is shown in full", () => {
+    const planned = () =>
+      projectOrder.flatMap(
+        (p) =>
+          JSON.parse(fs.readFileSync(path.join(out, p, "resources.json"), "utf8")).resources as {
+            type: string;
+            name: string;
+            inputs: Record<string, any>;
+          }[],
+      );
+    const ofType = (type: string) => planned().filter((r) => r.type === type);
+
+    it("the cluster endpoint's public CIDRs and admin access entries", () => {
+      const [cluster] = ofType("eks:index:Cluster");
+      expect(result.stdout).toContain(
+        `publicAccessCidrs: ${JSON.stringify(cluster!.inputs.publicAccessCidrs)}`,
+      );
+      expect(result.stdout).toContain(`accessEntries: ${JSON.stringify(cluster!.inputs.accessEntries)}`);
+    });
+
+    it("every security group rule", () => {
+      for (const group of ofType("aws:ec2/securityGroup:SecurityGroup")) {
+        for (const key of ["ingress", "egress"])
+          expect(result.stdout).toContain(`${key}: ${JSON.stringify(group.inputs[key])}`);
+      }
+      const rules = planned().filter((r) => /^aws:vpc\/securityGroup(In|E)gressRule:/.test(r.type));
+      expect(rules.length).toBeGreaterThan(0);
+      for (const rule of rules) {
+        for (const key of ["securityGroupId", "fromPort", "toPort"])
+          expect(result.stdout).toContain(`${key}: ${rule.inputs[key]}`);
+      }
+    });
+
+    it("every IAM policy statement, with every action, uncut", () => {
+      const documents = planned().flatMap((r) =>
+        ["policy", "assumeRolePolicy"].filter((k) => typeof r.inputs[k] === "string").map((k) => r.inputs[k]),
+      );
+      expect(documents.length).toBeGreaterThanOrEqual(2);
+      for (const doc of documents) {
+        for (const statement of [JSON.parse(doc).Statement].flat()) {
+          expect(result.stdout).toContain([statement.Action].flat().join(","));
+          if (statement.Condition) expect(result.stdout).toContain(JSON.stringify(statement.Condition));
+        }
+      }
+    });
+
+    it("every RBAC rule and binding", () => {
+      const rbac = planned().filter((r) => r.type.startsWith("kubernetes:rbac.authorization.k8s.io/"));
+      expect(rbac.length).toBeGreaterThan(0);
+      for (const r of rbac) {
+        for (const key of ["rules", "roleRef", "subjects"].filter((k) => r.inputs[k] !== undefined))
+          expect(result.stdout).toContain(`${key}: ${JSON.stringify(r.inputs[key])}`);
+      }
+    });
+
+    it("every Helm value we set over the chart's defaults, secrets redacted", () => {
+      expect(result.stdout).toContain("values.crds.enabled = true");
+      expect(result.stdout).toMatch(
+        /values\.api\.oidc\.admins\.claims\.cognito:groups = \["platform-admins"\]/,
+      );
+      expect(result.stdout).toContain('values.api.adminAccount.passwordHash = "[secret]"');
+    });
+
+    it("the keys of each Secret, never its values", () => {
+      const secrets = ofType("kubernetes:core/v1:Secret");
+      expect(secrets.length).toBeGreaterThan(0);
+      expect(result.stdout).toContain("stringData keys: password, repoURL, username (values redacted)");
+      expect(result.stdout).toContain("stringData keys: accessToken (values redacted)");
+    });
+  });
+
+  it("--resource shows one resource in full, secrets still redacted", async () => {
+    const shown = await plan("--project", "cluster-setup", "--resource", "pulumi-access-token");
+    expect(shown.code).toBe(0);
+    const doc = YAML.parse(shown.stdout);
+    expect(doc).toMatchObject({ type: "kubernetes:core/v1:Secret", inputs: { stringData: "[secret]" } });
+    expect(shown.stdout).not.toContain(PLACEHOLDER_SECRET);
+    const missing = await plan("--project", "cluster", "--resource", "no-such-thing");
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('no resource named "no-such-thing"');
+  });
+
   it("exits non-zero naming the key when the config is bad", async () => {
     const bad = path.join(out, "Pulumi.bad.yaml");
     fs.writeFileSync(bad, "config:\n  aws:region: us-west-2\n  cluster:availabilityZoneCount: 1\n");

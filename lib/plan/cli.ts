@@ -1,17 +1,23 @@
-// `npm run plan [-- --out DIR] [--project NAME] [--config FILE]`: the three programs under the mock runtime.
+// `npm run plan [-- --out DIR] [--project NAME] [--config FILE] [--resource NAME]`: the three programs under
+// the mock runtime.
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { ProgramError } from "./harness";
-import { summarize, writePlan } from "./output";
+import { describeResource, summarize, writePlan } from "./output";
 import { planChain, projectOrder, type ProjectName } from "./projects";
 
-const usage = `usage: npm run plan -- [--out DIR] [--project ${projectOrder.join("|")}] [--config FILE]`;
+const usage = `usage: npm run plan -- [--out DIR] [--project ${projectOrder.join("|")}] [--config FILE] [--resource NAME]`;
 
 async function main(): Promise<number> {
   let args;
   try {
     args = parseArgs({
-      options: { out: { type: "string" }, project: { type: "string" }, config: { type: "string" } },
+      options: {
+        out: { type: "string" },
+        project: { type: "string" },
+        config: { type: "string" },
+        resource: { type: "string" },
+      },
       strict: true,
     }).values;
   } catch (err) {
@@ -25,10 +31,20 @@ async function main(): Promise<number> {
   }
   try {
     const plans = await planChain({ project, configFile: args.config && path.resolve(args.config) });
-    for (const plan of plans) {
-      console.log(summarize(plan) + "\n");
-      if (args.out) writePlan(path.resolve(args.out), plan);
+    if (args.resource) {
+      // The full view of one resource in the last planned project (or any, without --project).
+      const described = (project ? plans.slice(-1) : plans)
+        .map((plan) => describeResource(plan, args.resource!))
+        .filter((d): d is string => d !== undefined);
+      if (described.length === 0) {
+        console.error(`no resource named "${args.resource}" in the plan`);
+        return 2;
+      }
+      console.log(described.join("---\n"));
+    } else {
+      for (const plan of plans) console.log(summarize(plan) + "\n");
     }
+    for (const plan of plans) if (args.out) writePlan(path.resolve(args.out), plan);
     if (args.out) console.log(`plan written to ${path.resolve(args.out)}`);
     return 0;
   } catch (err) {

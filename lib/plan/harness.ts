@@ -33,6 +33,8 @@ export interface PlannedResource {
   dependsOn: string[];
   inputs: Record<string, unknown>;
   options: { protect: boolean; retainOnDelete: boolean; deleteBeforeReplace: boolean };
+  /** Keys of each input map that is secret as a whole (a Secret's `stringData`): listable, never readable. */
+  secretKeys: Record<string, string[]>;
 }
 
 export interface ProgramPlan {
@@ -94,6 +96,18 @@ interface RegisterResponse {
 const isSecretValue = (v: unknown) =>
   typeof v === "object" && v !== null && (v as Record<string, unknown>)[SIG_KEY] === SIG.secret;
 
+/** For each input that is a secret map, its keys (the values stay hidden). */
+function keysOfSecretMaps(inputs: Record<string, unknown>): Record<string, string[]> {
+  return Object.fromEntries(
+    Object.entries(inputs).flatMap(([key, v]) => {
+      const inner = isSecretValue(v) ? (v as { value?: unknown }).value : undefined;
+      return inner && typeof inner === "object" && !Array.isArray(inner)
+        ? [[key, Object.keys(inner).sort()]]
+        : [];
+    }),
+  );
+}
+
 /**
  * What the engine does and the mock monitor does not: outputs named in `additionalSecretOutputs`, and outputs
  * whose same-named input was secret, come back as secrets.
@@ -137,6 +151,7 @@ class RecordingMonitor extends MockMonitor {
             retainOnDelete: Boolean(req.getRetainondelete()),
             deleteBeforeReplace: Boolean(req.getDeletebeforereplace()),
           },
+          secretKeys: keysOfSecretMaps(raw),
         });
       }
       callback(err, resp);
