@@ -85,6 +85,12 @@ export interface PlanRequest {
 }
 
 /**
+ * Plans of projects run with their example config and nothing else, by project: a program under the mock
+ * runtime is deterministic, so within one process each is planned once however many plans build on it.
+ */
+const examplePlans = new Map<ProjectName, ProgramPlan>();
+
+/**
  * Plans the chain up to `project`, feeding each project's planned outputs to the StackReferences of the
  * next. Upstream projects always use their example stack config.
  */
@@ -94,17 +100,24 @@ export async function planChain(request: PlanRequest = {}): Promise<ProgramPlan[
   const upstream: Record<string, UpstreamStack> = {};
   for (const project of projectOrder.slice(0, projectOrder.indexOf(last) + 1)) {
     const isLast = project === last;
-    const config = readStackConfig(project, isLast ? request.configFile : undefined);
-    const plan = await planProgram({
-      projectDir: path.join(repoRoot, project),
-      project,
-      stack: config.stack,
-      config: { ...config.values, ...(isLast ? request.overrides : {}) },
-      secretKeys: config.secretKeys,
-      upstream,
-    });
+    const isExample =
+      !isLast || (request.configFile === undefined && Object.keys(request.overrides ?? {}).length === 0);
+    let plan = isExample ? examplePlans.get(project) : undefined;
+    if (!plan) {
+      const config = readStackConfig(project, isLast ? request.configFile : undefined);
+      plan = await planProgram({
+        projectDir: path.join(repoRoot, project),
+        project,
+        stack: config.stack,
+        config: { ...config.values, ...(isLast ? request.overrides : {}) },
+        secretKeys: config.secretKeys,
+        upstream,
+      });
+      if (isExample) examplePlans.set(project, plan);
+    }
     upstream[project] = plan.upstream;
-    plans.push(plan);
+    // A copy: callers may change what they get without changing what later plans build on.
+    plans.push(structuredClone(plan));
   }
   return plans;
 }
