@@ -25,6 +25,8 @@ export class SingleSignOn extends pulumi.ComponentResource {
   readonly issuerUrl: pulumi.Output<string>;
   /** Hosted UI base URL, `https://<prefix>.auth.<region>.amazoncognito.com`. */
   readonly domainUrl: pulumi.Output<string>;
+  /** Region of the pool, which app clients must be created in. */
+  readonly region: pulumi.Output<string>;
 
   constructor(name: string, args: SingleSignOnArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:cluster-setup:SingleSignOn", name, {}, opts);
@@ -72,7 +74,13 @@ export class SingleSignOn extends pulumi.ComponentResource {
 
     const domain = new aws.cognito.UserPoolDomain(
       name,
-      { userPoolId: pool.id, domain: args.domainPrefix },
+      {
+        userPoolId: pool.id,
+        domain: args.domainPrefix,
+        // The classic hosted UI works with the code flow as configured; managed login (2) would also need a
+        // branding style per app client before its pages render.
+        managedLoginVersion: 1,
+      },
       { parent: this },
     );
 
@@ -80,11 +88,13 @@ export class SingleSignOn extends pulumi.ComponentResource {
     this.userPoolArn = pool.arn;
     this.issuerUrl = pulumi.interpolate`https://cognito-idp.${region}.amazonaws.com/${pool.id}`;
     this.domainUrl = pulumi.interpolate`https://${domain.domain}.auth.${region}.amazoncognito.com`;
+    this.region = region;
     this.registerOutputs({
       userPoolId: this.userPoolId,
       userPoolArn: this.userPoolArn,
       issuerUrl: this.issuerUrl,
       domainUrl: this.domainUrl,
+      region: this.region,
     });
   }
 }
