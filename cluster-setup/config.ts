@@ -56,6 +56,9 @@ export const clusterSetupConfigSchema = z
       })
       .or(z.literal(""))
       .default(""),
+    cognitoDeletionProtection: z
+      .boolean({ error: "must be true or false (false only to delete the user pool on purpose)" })
+      .default(true),
     cognitoAdminGroup: groupName.default("platform-admins"),
     cognitoApproverGroups: z
       .array(groupName)

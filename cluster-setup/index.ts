@@ -44,6 +44,7 @@ const argoCd = new ArgoCd("argocd", {
 const sso = new SingleSignOn("platform", {
   domainPrefix,
   mfa: config.cognitoMfa,
+  deletionProtection: config.cognitoDeletionProtection,
   adminGroup: config.cognitoAdminGroup,
   approverGroups: config.cognitoApproverGroups,
   tags,

@@ -6,6 +6,11 @@ export interface SingleSignOnArgs {
   domainPrefix: pulumi.Input<string>;
   /** "OFF", "OPTIONAL" (users may enrol a TOTP app) or "ON" (every user must). */
   mfa: "OFF" | "OPTIONAL" | "ON";
+  /**
+   * Cognito's deletion protection (default on). Turn it off through config and `pulumi up` before deleting the
+   * pool on purpose: `aws cognito-idp update-user-pool` would reset every setting it is not given.
+   */
+  deletionProtection: boolean;
   /** Group whose members administer the platform (Kargo admins). */
   adminGroup: string;
   /** One group per approval duty; pipeline gates name the group that approves them. */
@@ -50,7 +55,7 @@ export class SingleSignOn extends pulumi.ComponentResource {
         softwareTokenMfaConfiguration: args.mfa === "OFF" ? undefined : { enabled: true },
         adminCreateUserConfig: { allowAdminCreateUserOnly: true },
         accountRecoverySetting: { recoveryMechanisms: [{ name: "verified_email", priority: 1 }] },
-        deletionProtection: "ACTIVE",
+        deletionProtection: args.deletionProtection ? "ACTIVE" : "INACTIVE",
         tags: args.tags,
       },
       { parent: this, protect: true },

@@ -196,6 +196,15 @@ describe("on AWS, for real", () => {
       expect(readme).toContain(`--sso --port ${KARGO_CLI_CALLBACK_PORT}`);
     });
 
+    it("turns deletion protection off only through config and pulumi up, keeping the Pulumi protection", async () => {
+      expect(one(setup, "aws:cognito/userPool:UserPool").inputs.deletionProtection).toBe("ACTIVE");
+      const off = await planProject("cluster-setup", { "cluster-setup:cognitoDeletionProtection": false });
+      const pool = one(off, "aws:cognito/userPool:UserPool");
+      expect(pool.inputs.deletionProtection).toBe("INACTIVE");
+      expect(pool.options.protect).toBe(true);
+      expect(pool.inputs.mfaConfiguration).toBe("OPTIONAL");
+    });
+
     it("exports the pool's region, and kargo stops before declaring anything when it is not the cluster's", async () => {
       expect(setup.outputs.cognitoRegion).toBe(setup.outputs.region);
       const error = await planKargoAgainst(chain, (o) => ({ ...o, cognitoRegion: "eu-west-1" })).then(
