@@ -71,7 +71,10 @@ function idleCost(cluster: ProgramPlan, kargo: ProgramPlan): Item[] {
   if (instancePrice === undefined) throw new Error(`add the hourly price of ${instanceType} to this test`);
   expect(nodes.launchTemplate, "a launch template changes the root volume type").toBeUndefined();
   const count = nodes.scalingConfig.desiredSize;
-  const lbAddresses = loadBalancers.reduce((n, lb: PlannedResource) => n + (lb.inputs.subnets as []).length, 0);
+  const lbAddresses = loadBalancers.reduce(
+    (n, lb: PlannedResource) => n + (lb.inputs.subnets as []).length,
+    0,
+  );
   const logGB = eks.enabledClusterLogTypes.reduce((gb, type) => gb + logGBPerMonth[type]!, 0);
   // Kept for the retention period: the group holds that many days of ingestion at any time.
   const storedGB = (logGB * logGroup.retentionInDays) / 30;
@@ -120,15 +123,17 @@ function idleCost(cluster: ProgramPlan, kargo: ProgramPlan): Item[] {
 /** The rows of the README table between the cost-table markers, as (item, amount). */
 function readmeCostTable(): { rows: Item[]; total: number } {
   const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8");
-  const match = /<!-- cost table: checked by test\/costs\.test\.ts -->([\s\S]*?)<!-- end of cost table -->/.exec(
-    readme,
-  );
+  const match =
+    /<!-- cost table: checked by test\/costs\.test\.ts -->([\s\S]*?)<!-- end of cost table -->/.exec(readme);
   expect(match, "README.md has the cost table between its markers").not.toBeNull();
   const rows = match![1]!
     .split("\n")
     .filter((line) => /^\|.*\$\d/.test(line))
     .map((line) => line.split("|").map((cell) => cell.trim()))
-    .map(([, item, monthly]) => ({ item: item!.replace(/\*\*/g, ""), monthly: Number(monthly!.replace(/[$*]/g, "")) }));
+    .map(([, item, monthly]) => ({
+      item: item!.replace(/\*\*/g, ""),
+      monthly: Number(monthly!.replace(/[$*]/g, "")),
+    }));
   const total = rows.find((r) => r.item === "Total");
   return { rows: rows.filter((r) => r !== total), total: total?.monthly ?? NaN };
 }
