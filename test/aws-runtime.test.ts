@@ -4,6 +4,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { iamRoleOf, sameIamRole } from "../cluster/identity";
 import { defaultDomainPrefix } from "../cluster-setup/config";
@@ -304,5 +305,17 @@ describe("on AWS, for real", () => {
     ])("rejects %j", async (overrides, message) => {
       expect((await planError("kargo", overrides)).message).toMatch(message);
     });
+  });
+
+  it("deploys only after the tests pass, and re-applies kargo whenever cluster was deployed", () => {
+    const deploy = YAML.parse(fs.readFileSync(path.join(repoRoot, ".github/workflows/deploy.yml"), "utf8"));
+    expect(deploy.jobs.tests.uses).toBe("./.github/workflows/ci.yml");
+    expect(deploy.jobs.changes.needs).toBe("tests");
+    expect(deploy.jobs.cluster.needs).toBe("changes");
+    for (const job of ["cluster-setup", "kargo"]) {
+      expect(deploy.jobs[job].if, job).toContain("needs.changes.result == 'success'");
+    }
+    expect(deploy.jobs["cluster-setup"].if).toContain("needs.cluster.result == 'success'");
+    expect(deploy.jobs.kargo.if).toContain("needs.cluster-setup.result == 'success'");
   });
 });
