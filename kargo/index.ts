@@ -61,7 +61,7 @@ export = async () => {
     kargoLoadBalancerHostname: install.loadBalancerHostname,
     kargoAdminPassword: install.adminPassword,
     kargoOidcClientId: install.oidcClientId,
-    kargoCertificateArn: install.certificateArn,
+    ...(install.certificateArn ? { kargoCertificateArn: install.certificateArn } : {}),
     kargoProject: promotion.namespace,
     stages: promotion.stageNames,
   };
