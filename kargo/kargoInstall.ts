@@ -87,6 +87,8 @@ export class KargoInstall extends pulumi.ComponentResource {
       },
       awsOpts,
     );
+    // On the group the nodes carry; referencing the load balancer's group admits its traffic even with client
+    // IP preservation on (instance targets): docs.aws.amazon.com/elasticloadbalancing/latest/network/load-balancer-security-groups.html
     new aws.vpc.SecurityGroupIngressRule(
       `${name}-lb-to-nodes`,
       {
