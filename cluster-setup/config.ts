@@ -1,5 +1,9 @@
+import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { configFields, loadConfig } from "../lib/config";
+import { ConfigError, configFields, loadConfig } from "../lib/config";
+
+/** Words Cognito refuses anywhere in a hosted-UI domain prefix (CreateUserPoolDomain). */
+export const reservedDomainWords = ["aws", "amazon", "cognito"] as const;
 
 const dnsLabel = z
   .string()
@@ -47,11 +51,14 @@ export const clusterSetupConfigSchema = z
         /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
         "must be lower-case letters, digits and '-', at most 63",
       )
-      .refine((prefix) => !/aws|amazon|cognito/.test(prefix), {
+      .refine((prefix) => !reservedDomainWords.some((word) => prefix.includes(word)), {
         message: 'must not contain "aws", "amazon" or "cognito" (Cognito reserves them)',
       })
       .or(z.literal(""))
       .default(""),
+    cognitoDeletionProtection: z
+      .boolean({ error: "must be true or false (false only to delete the user pool on purpose)" })
+      .default(true),
     cognitoAdminGroup: groupName.default("platform-admins"),
     cognitoApproverGroups: z
       .array(groupName)
@@ -77,3 +84,28 @@ export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 
 export const loadClusterSetupConfig = () =>
   loadConfig(clusterSetupConfigSchema, { secrets: ["pulumiAccessToken"] });
+
+/**
+ * `platform-<stack>-<account>` when `cognitoDomainPrefix` is empty. A stack name that would make Cognito
+ * refuse it (a reserved word, too long) stops the program here, naming the key that fixes it.
+ */
+export function defaultDomainPrefix(stack: string, accountId: pulumi.Input<string>): pulumi.Output<string> {
+  const head = `platform-${stack.toLowerCase().replace(/[^a-z0-9-]/g, "-")}`;
+  const problems: string[] = [];
+  const reserved = reservedDomainWords.filter((word) => head.includes(word));
+  if (reserved.length > 0) {
+    problems.push(
+      `cluster-setup:cognitoDomainPrefix: the default "${head}-<account id>" contains "${reserved.join('", "')}", ` +
+        "which Cognito reserves; set cognitoDomainPrefix to a prefix without it",
+    );
+  }
+  // 63 characters at most, 12 of them the account id and one the hyphen before it.
+  if (head.length > 50) {
+    problems.push(
+      `cluster-setup:cognitoDomainPrefix: the default "${head}-<account id>" is longer than 63 characters; ` +
+        "set cognitoDomainPrefix",
+    );
+  }
+  if (problems.length > 0) throw new ConfigError("cluster-setup", problems);
+  return pulumi.interpolate`${head}-${accountId}`;
+}

@@ -8,13 +8,16 @@ import { argoRollouts } from "./addons/argoRollouts";
 import { certManager } from "./addons/certManager";
 import { HelmAddon } from "../lib/helmAddon";
 import { pulumiOperator } from "./addons/pulumiOperator";
-import { loadClusterSetupConfig } from "./config";
+import { defaultDomainPrefix, loadClusterSetupConfig } from "./config";
 import { SingleSignOn } from "./singleSignOn";
 import { StackIdentity } from "./stackIdentity";
 
 const config = loadClusterSetupConfig();
 const stack = pulumi.getStack();
 const tags = platformTags();
+// Checked before anything is declared: Cognito refuses some prefixes a stack name could produce.
+const domainPrefix =
+  config.cognitoDomainPrefix || defaultDomainPrefix(stack, aws.getCallerIdentityOutput().accountId);
 
 const cluster = new pulumi.StackReference("cluster", { name: config.clusterStack });
 const kubeconfig = cluster.requireOutput("kubeconfig") as pulumi.Output<string>;
@@ -22,7 +25,7 @@ const provider = clusterProvider(kubeconfig);
 
 const certManagerAddon = new HelmAddon(certManager, { provider, values: config.certManagerValues });
 const argoRolloutsAddon = new HelmAddon(argoRollouts, { provider, values: config.argoRolloutsValues });
-new HelmAddon(pulumiOperator, {
+const operatorAddon = new HelmAddon(pulumiOperator, {
   provider,
   values: config.pulumiOperatorValues,
   dependsOn: [certManagerAddon],
@@ -38,12 +41,10 @@ const argoCd = new ArgoCd("argocd", {
   values: config.argoCdValues,
 });
 
-const accountId = aws.getCallerIdentityOutput().accountId;
 const sso = new SingleSignOn("platform", {
-  domainPrefix:
-    config.cognitoDomainPrefix ||
-    pulumi.interpolate`platform-${stack.toLowerCase().replace(/[^a-z0-9-]/g, "-")}-${accountId}`,
+  domainPrefix,
   mfa: config.cognitoMfa,
+  deletionProtection: config.cognitoDeletionProtection,
   adminGroup: config.cognitoAdminGroup,
   approverGroups: config.cognitoApproverGroups,
   tags,
@@ -58,6 +59,7 @@ const identity = new StackIdentity("stacks", {
   policyArns: config.stackPolicyArns,
   rbacRules: config.stackRbacRules,
   pulumiAccessToken: config.pulumiAccessToken,
+  operator: operatorAddon.release,
   tags,
 });
 
@@ -68,7 +70,7 @@ export const region = cluster.requireOutput("region");
 // Passed through for the load balancer in front of Kargo.
 export const vpcId = cluster.requireOutput("vpcId");
 export const publicSubnetIds = cluster.requireOutput("publicSubnetIds");
-export const clusterSecurityGroupId = cluster.requireOutput("clusterSecurityGroupId");
+export const nodeSecurityGroupId = cluster.requireOutput("nodeSecurityGroupId");
 export const nodeAutoScalingGroupNames = cluster.requireOutput("nodeAutoScalingGroupNames");
 export const stacksRepoURL = config.stacksRepoURL;
 export const stacksNamespace = identity.namespace;
@@ -82,6 +84,8 @@ export const cognitoUserPoolId = sso.userPoolId;
 export const cognitoUserPoolArn = sso.userPoolArn;
 export const cognitoIssuerUrl = sso.issuerUrl;
 export const cognitoDomainUrl = sso.domainUrl;
+// kargo creates the app client in the cluster's region and checks that the pool lives there too.
+export const cognitoRegion = sso.region;
 export const cognitoAdminGroup = config.cognitoAdminGroup;
 export const cognitoApproverGroups = config.cognitoApproverGroups;
 export const argocdNamespace = argoCd.namespace;

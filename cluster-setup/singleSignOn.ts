@@ -6,6 +6,11 @@ export interface SingleSignOnArgs {
   domainPrefix: pulumi.Input<string>;
   /** "OFF", "OPTIONAL" (users may enrol a TOTP app) or "ON" (every user must). */
   mfa: "OFF" | "OPTIONAL" | "ON";
+  /**
+   * Cognito's deletion protection (default on). Turn it off through config and `pulumi up` before deleting the
+   * pool on purpose: `aws cognito-idp update-user-pool` would reset every setting it is not given.
+   */
+  deletionProtection: boolean;
   /** Group whose members administer the platform (Kargo admins). */
   adminGroup: string;
   /** One group per approval duty; pipeline gates name the group that approves them. */
@@ -25,6 +30,8 @@ export class SingleSignOn extends pulumi.ComponentResource {
   readonly issuerUrl: pulumi.Output<string>;
   /** Hosted UI base URL, `https://<prefix>.auth.<region>.amazoncognito.com`. */
   readonly domainUrl: pulumi.Output<string>;
+  /** Region of the pool, which app clients must be created in. */
+  readonly region: pulumi.Output<string>;
 
   constructor(name: string, args: SingleSignOnArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:cluster-setup:SingleSignOn", name, {}, opts);
@@ -48,7 +55,7 @@ export class SingleSignOn extends pulumi.ComponentResource {
         softwareTokenMfaConfiguration: args.mfa === "OFF" ? undefined : { enabled: true },
         adminCreateUserConfig: { allowAdminCreateUserOnly: true },
         accountRecoverySetting: { recoveryMechanisms: [{ name: "verified_email", priority: 1 }] },
-        deletionProtection: "ACTIVE",
+        deletionProtection: args.deletionProtection ? "ACTIVE" : "INACTIVE",
         tags: args.tags,
       },
       { parent: this, protect: true },
@@ -72,7 +79,13 @@ export class SingleSignOn extends pulumi.ComponentResource {
 
     const domain = new aws.cognito.UserPoolDomain(
       name,
-      { userPoolId: pool.id, domain: args.domainPrefix },
+      {
+        userPoolId: pool.id,
+        domain: args.domainPrefix,
+        // The classic hosted UI works with the code flow as configured; managed login (2) would also need a
+        // branding style per app client before its pages render.
+        managedLoginVersion: 1,
+      },
       { parent: this },
     );
 
@@ -80,11 +93,13 @@ export class SingleSignOn extends pulumi.ComponentResource {
     this.userPoolArn = pool.arn;
     this.issuerUrl = pulumi.interpolate`https://cognito-idp.${region}.amazonaws.com/${pool.id}`;
     this.domainUrl = pulumi.interpolate`https://${domain.domain}.auth.${region}.amazoncognito.com`;
+    this.region = region;
     this.registerOutputs({
       userPoolId: this.userPoolId,
       userPoolArn: this.userPoolArn,
       issuerUrl: this.issuerUrl,
       domainUrl: this.domainUrl,
+      region: this.region,
     });
   }
 }

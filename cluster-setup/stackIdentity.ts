@@ -24,6 +24,12 @@ export interface StackIdentityArgs {
   /** Pulumi Cloud access token the workspace pods log in with. */
   pulumiAccessToken: pulumi.Input<string>;
   tags: Record<string, string>;
+  /**
+   * The operator that removes the finalizers of the Stacks in the namespace. The namespace depends on it so
+   * `pulumi destroy` deletes the namespace (and its Stacks) while the operator still runs; deleted after it,
+   * the namespace would hang in Terminating on Stacks nobody finalizes.
+   */
+  operator?: pulumi.Resource;
 }
 
 /** The IAM trust policy that lets exactly one ServiceAccount assume a role through the cluster's OIDC provider. */
@@ -71,7 +77,7 @@ export class StackIdentity extends pulumi.ComponentResource {
     const namespace = new k8s.core.v1.Namespace(
       name,
       { metadata: { name: args.namespace, labels: { "app.kubernetes.io/part-of": "pulumi-stacks" } } },
-      k8sOpts,
+      { ...k8sOpts, dependsOn: args.operator ? [args.operator] : [] },
     );
 
     const role = new aws.iam.Role(

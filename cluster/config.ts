@@ -5,6 +5,11 @@ import { configFields, loadConfig } from "../lib/config";
 /** Control-plane log types EKS can ship to CloudWatch. */
 export const clusterLogTypes = ["api", "audit", "authenticator", "controllerManager", "scheduler"] as const;
 
+/** Retention periods CloudWatch Logs accepts (PutRetentionPolicy). */
+export const logRetentionDays = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+
 // Graviton families carry a "g" right after the generation digit (t4g, m7g, c8gd, ...).
 const armInstanceType = /^[a-z]+\d+g[a-z]*\./;
 export const architectureOf = (instanceType: string): "arm64" | "x86_64" =>
@@ -92,9 +97,43 @@ export const clusterConfigSchema = z
     clusterLogTypes: z
       .array(z.enum(clusterLogTypes))
       .refine((types) => new Set(types).size === types.length, { message: "must not repeat a log type" })
-      .default(["api", "audit", "authenticator"]),
+      .default(["audit"]),
+    clusterLogRetentionDays: z
+      .number()
+      .refine((days) => logRetentionDays.includes(days as (typeof logRetentionDays)[number]), {
+        message: `must be one of the periods CloudWatch Logs accepts: ${logRetentionDays.join(", ")}`,
+      })
+      .default(30),
+    supportType: z
+      .enum(["STANDARD", "EXTENDED"], {
+        error: 'allowed values are "STANDARD" (upgraded at end of standard support) and "EXTENDED" ($0.60/h)',
+      })
+      .default("STANDARD"),
+    ciDeployRoleArn: configFields.iamRoleArn.or(z.literal("")).default(""),
+    ciPreviewRoleArn: configFields.iamRoleArn.or(z.literal("")).default(""),
   })
   .superRefine((c, ctx) => {
+    // One access entry per principal: EKS refuses a second CreateAccessEntry for the same role.
+    const ciRoles = [
+      ["ciDeployRoleArn", c.ciDeployRoleArn],
+      ["ciPreviewRoleArn", c.ciPreviewRoleArn],
+    ] as const;
+    for (const [key, arn] of ciRoles) {
+      if (arn && c.clusterAdminRoleArns.includes(arn)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: `"${arn}" is also in cluster:clusterAdminRoleArns; a role gets one access entry, list it once`,
+        });
+      }
+    }
+    if (c.ciDeployRoleArn && c.ciDeployRoleArn === c.ciPreviewRoleArn) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["ciPreviewRoleArn"],
+        message: "must differ from cluster:ciDeployRoleArn: previews run with less access than deploys",
+      });
+    }
     if (c.nodeMinSize > c.nodeMaxSize) {
       ctx.addIssue({
         code: "custom",

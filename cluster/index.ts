@@ -3,47 +3,70 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { platformTags } from "../lib/platform";
 import { loadClusterConfig } from "./config";
+import { checkCreatorNotListed } from "./identity";
 import { Network } from "./network";
 import { PlatformCluster } from "./platformCluster";
 
-const config = loadClusterConfig();
-const stack = pulumi.getStack();
-const tags = platformTags();
+export = async () => {
+  const config = loadClusterConfig();
+  const stack = pulumi.getStack();
+  const tags = platformTags();
+  const clusterName = config.clusterName || `platform-${stack}`;
 
-const network = new Network("platform", {
-  cidrBlock: config.vpcCidr,
-  availabilityZoneCount: config.availabilityZoneCount,
-  natGatewayStrategy: config.natGatewayStrategy,
-  tags,
-});
+  // Only the first pulumi up creates the cluster, and so makes its caller admin; later runs (CI's deploy
+  // role among them) find the cluster and their own access entry already there.
+  const existing = await aws.eks.getClusters();
+  if (!(existing.names ?? []).includes(clusterName)) {
+    const caller = await aws.getCallerIdentity();
+    checkCreatorNotListed(caller.arn, {
+      clusterAdminRoleArns: config.clusterAdminRoleArns,
+      ciDeployRoleArn: [config.ciDeployRoleArn].filter(Boolean),
+      ciPreviewRoleArn: [config.ciPreviewRoleArn].filter(Boolean),
+    });
+  }
 
-const cluster = new PlatformCluster("platform", {
-  vpcId: network.vpcId,
-  publicSubnetIds: network.publicSubnetIds,
-  privateSubnetIds: network.privateSubnetIds,
-  clusterName: config.clusterName || `platform-${stack}`,
-  kubernetesVersion: config.kubernetesVersion,
-  nodeInstanceTypes: config.nodeInstanceTypes,
-  nodeCapacityType: config.nodeCapacityType,
-  nodeMinSize: config.nodeMinSize,
-  nodeDesiredSize: config.nodeDesiredSize,
-  nodeMaxSize: config.nodeMaxSize,
-  nodeDiskSizeGiB: config.nodeDiskSizeGiB,
-  clusterAdminRoleArns: config.clusterAdminRoleArns,
-  publicAccessCidrs: config.publicAccessCidrs,
-  clusterLogTypes: config.clusterLogTypes,
-  tags,
-});
+  const network = new Network("platform", {
+    cidrBlock: config.vpcCidr,
+    availabilityZoneCount: config.availabilityZoneCount,
+    natGatewayStrategy: config.natGatewayStrategy,
+    tags,
+  });
 
-// The contract `cluster-setup` reads through its StackReference.
-export const kubeconfig = cluster.kubeconfig;
-export const clusterName = cluster.clusterName;
-export const region = aws.getRegionOutput().region;
-export const vpcId = network.vpcId;
-export const publicSubnetIds = network.publicSubnetIds;
-export const privateSubnetIds = network.privateSubnetIds;
-export const oidcProviderArn = cluster.oidcProviderArn;
-export const oidcProviderUrl = cluster.oidcProviderUrl;
-export const nodeRoleArn = cluster.nodeRoleArn;
-export const clusterSecurityGroupId = cluster.clusterSecurityGroupId;
-export const nodeAutoScalingGroupNames = cluster.nodeAutoScalingGroupNames;
+  const cluster = new PlatformCluster("platform", {
+    vpcId: network.vpcId,
+    publicSubnetIds: network.publicSubnetIds,
+    privateSubnetIds: network.privateSubnetIds,
+    clusterName,
+    kubernetesVersion: config.kubernetesVersion,
+    supportType: config.supportType,
+    nodeInstanceTypes: config.nodeInstanceTypes,
+    nodeCapacityType: config.nodeCapacityType,
+    nodeMinSize: config.nodeMinSize,
+    nodeDesiredSize: config.nodeDesiredSize,
+    nodeMaxSize: config.nodeMaxSize,
+    nodeDiskSizeGiB: config.nodeDiskSizeGiB,
+    clusterAdminRoleArns: config.clusterAdminRoleArns,
+    ciDeployRoleArn: config.ciDeployRoleArn,
+    ciPreviewRoleArn: config.ciPreviewRoleArn,
+    publicAccessCidrs: config.publicAccessCidrs,
+    clusterLogTypes: config.clusterLogTypes,
+    clusterLogRetentionDays: config.clusterLogRetentionDays,
+    tags,
+  });
+
+  // The contract `cluster-setup` reads through its StackReference.
+  return {
+    kubeconfig: cluster.kubeconfig,
+    clusterName: cluster.clusterName,
+    region: aws.getRegionOutput().region,
+    vpcId: network.vpcId,
+    publicSubnetIds: network.publicSubnetIds,
+    privateSubnetIds: network.privateSubnetIds,
+    oidcProviderArn: cluster.oidcProviderArn,
+    oidcProviderUrl: cluster.oidcProviderUrl,
+    nodeRoleArn: cluster.nodeRoleArn,
+    nodeSecurityGroupId: cluster.nodeSecurityGroupId,
+    nodeAutoScalingGroupNames: cluster.nodeAutoScalingGroupNames,
+    controlPlaneLogGroupName: cluster.logGroupName,
+  };
+};

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as eks from "@pulumi/eks";
 import * as pulumi from "@pulumi/pulumi";
 import { architectureOf } from "./config";
+import { accessEntryKey } from "./identity";
 
 export interface PlatformClusterArgs {
   vpcId: pulumi.Input<string>;
@@ -21,13 +22,24 @@ export interface PlatformClusterArgs {
   nodeDiskSizeGiB: number;
   /**
    * IAM roles granted cluster admin through access entries, besides the identity running `pulumi up`
-   * (which EKS makes admin when it creates the cluster). Must not include that identity.
+   * (which EKS makes admin when it creates the cluster). Must not include that identity (see identity.ts).
    */
   clusterAdminRoleArns: string[];
   /** CIDRs allowed to reach the public API endpoint. The private endpoint is always on. */
   publicAccessCidrs: string[];
+  /**
+   * Role CI deploys with (`pulumi up` of all three projects): cluster admin. Empty for none. The kubeconfig
+   * runs `aws eks get-token` with whatever credentials run Pulumi, so CI needs an access entry of its own.
+   */
+  ciDeployRoleArn: string;
+  /** Role CI previews with: read access to everything, Secrets included (see README, "CI roles"). */
+  ciPreviewRoleArn: string;
   /** Control-plane log types shipped to CloudWatch Logs. */
   clusterLogTypes: string[];
+  /** Days CloudWatch keeps the control-plane logs. */
+  clusterLogRetentionDays: number;
+  /** "STANDARD": EKS upgrades the cluster at the end of standard support; "EXTENDED": $0.60/h instead. */
+  supportType: "STANDARD" | "EXTENDED";
   tags: Record<string, string>;
 }
 
@@ -42,7 +54,13 @@ export class PlatformCluster extends pulumi.ComponentResource {
   readonly oidcProviderArn: pulumi.Output<string>;
   readonly oidcProviderUrl: pulumi.Output<string>;
   readonly nodeRoleArn: pulumi.Output<string>;
-  readonly clusterSecurityGroupId: pulumi.Output<string>;
+  /**
+   * The security group EKS creates for the cluster (`eks-cluster-sg-*`), which managed nodes launched without
+   * a launch template carry: the one to open node ports on.
+   */
+  readonly nodeSecurityGroupId: pulumi.Output<string>;
+  /** `/aws/eks/<cluster>/cluster`, where the control-plane logs go. */
+  readonly logGroupName: pulumi.Output<string>;
   /** Auto Scaling groups EKS runs the managed nodes in, for load balancers that target node ports. */
   readonly nodeAutoScalingGroupNames: pulumi.Output<string[]>;
 
@@ -84,19 +102,45 @@ export class PlatformCluster extends pulumi.ComponentResource {
         ),
     );
 
-    const adminPolicyArn = pulumi.interpolate`arn:${partition}:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy`;
+    const accessPolicy = (policy: string) => ({
+      policyArn: pulumi.interpolate`arn:${partition}:eks::aws:cluster-access-policy/${policy}`,
+      accessScope: { type: "cluster" },
+    });
+    const entry = (principalArn: string, policy: string) => ({
+      principalArn,
+      accessPolicies: { [policy]: accessPolicy(policy) },
+    });
     const accessEntries: Record<string, eks.types.input.AccessEntryArgs> = {};
     for (const roleArn of args.clusterAdminRoleArns) {
-      accessEntries[`admin-${roleArn.split("/").pop()}`] = {
-        principalArn: roleArn,
-        accessPolicies: { clusterAdmin: { policyArn: adminPolicyArn, accessScope: { type: "cluster" } } },
-      };
+      accessEntries[accessEntryKey("admin", roleArn)] = entry(roleArn, "AmazonEKSClusterAdminPolicy");
     }
+    if (args.ciDeployRoleArn) {
+      accessEntries["ci-deploy"] = entry(args.ciDeployRoleArn, "AmazonEKSClusterAdminPolicy");
+    }
+    if (args.ciPreviewRoleArn) {
+      // Read-only, Secrets included: Helm releases keep their state in Secrets, which a preview of
+      // cluster-setup and kargo reads. AmazonEKSViewPolicy excludes Secrets; AmazonEKSAdminViewPolicy
+      // (get/list/watch on every resource) does not. https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html
+      accessEntries["ci-preview"] = entry(args.ciPreviewRoleArn, "AmazonEKSAdminViewPolicy");
+    }
+
+    // EKS would create this group itself on first log write, keep it forever and leave it behind on destroy.
+    const logGroup = new aws.cloudwatch.LogGroup(
+      `${name}-control-plane`,
+      {
+        name: `/aws/eks/${args.clusterName}/cluster`,
+        retentionInDays: args.clusterLogRetentionDays,
+        tags: args.tags,
+      },
+      { parent: this },
+    );
 
     const cluster = new eks.Cluster(
       name,
       {
-        name: args.clusterName,
+        // Through the log group, so the EKS cluster inside the component waits for it too (a component's
+        // dependsOn does not reach its children).
+        name: logGroup.name.apply(() => args.clusterName),
         version: args.kubernetesVersion,
         vpcId: args.vpcId,
         publicSubnetIds: args.publicSubnetIds,
@@ -110,10 +154,16 @@ export class PlatformCluster extends pulumi.ComponentResource {
         createOidcProvider: true,
         encryptionConfigKeyArn: secretsKey.arn,
         enabledClusterLogTypes: args.clusterLogTypes,
+        // Without it EKS moves the cluster into extended support ($0.60/h instead of $0.10/h) at the end of
+        // standard support; STANDARD upgrades it to the next minor version instead.
+        upgradePolicy: { supportType: args.supportType },
         skipDefaultNodeGroup: true,
+        // The component's own cluster group would sit on the control plane only; managed nodes without a
+        // launch template carry the EKS-created cluster group (pulumi-eks v4.3.0 nodejs/eks/cluster/cluster.ts).
+        skipDefaultSecurityGroups: true,
         tags: args.tags,
       },
-      { parent: this },
+      { parent: this, dependsOn: [logGroup] },
     );
 
     const nodeGroup = new eks.ManagedNodeGroup(
@@ -145,7 +195,10 @@ export class PlatformCluster extends pulumi.ComponentResource {
     this.oidcProviderArn = cluster.oidcProviderArn;
     this.oidcProviderUrl = cluster.oidcProviderUrl;
     this.nodeRoleArn = nodeRole.arn;
-    this.clusterSecurityGroupId = cluster.clusterSecurityGroupId;
+    this.nodeSecurityGroupId = cluster.eksCluster
+      .apply((eksCluster) => pulumi.output(eksCluster.vpcConfig))
+      .apply((vpcConfig) => vpcConfig.clusterSecurityGroupId);
+    this.logGroupName = logGroup.name;
     this.nodeAutoScalingGroupNames = nodeGroup.nodeGroup
       .apply((group) => pulumi.output(group.resources))
       .apply((resources) => resources.flatMap((r) => r.autoscalingGroups.map((asg) => asg.name)));
@@ -155,7 +208,8 @@ export class PlatformCluster extends pulumi.ComponentResource {
       oidcProviderArn: this.oidcProviderArn,
       oidcProviderUrl: this.oidcProviderUrl,
       nodeRoleArn: this.nodeRoleArn,
-      clusterSecurityGroupId: this.clusterSecurityGroupId,
+      nodeSecurityGroupId: this.nodeSecurityGroupId,
+      logGroupName: this.logGroupName,
       nodeAutoScalingGroupNames: this.nodeAutoScalingGroupNames,
     });
   }

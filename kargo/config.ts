@@ -23,6 +23,17 @@ export const kargoConfigSchema = z.object({
     )
     .or(z.literal(""))
     .default(""),
+  kargoHostedZoneId: z
+    .string()
+    .regex(/^Z[A-Z0-9]{1,31}$/, "must be a Route 53 hosted zone ID such as Z0123456789ABCDEFGHIJ")
+    .or(z.literal(""))
+    .default(""),
+  kargoLoadBalancerZones: z
+    .number()
+    .int()
+    .min(1, "must be at least 1")
+    .max(6, "must be at most 6 (one per public subnet)")
+    .default(1),
   kargoAllowedCidrs: z
     .array(cidr)
     .min(1, 'must list at least one CIDR; ["0.0.0.0/0"] allows any address')
@@ -30,4 +41,15 @@ export const kargoConfigSchema = z.object({
   kargoValues: z.record(z.string(), z.unknown()).default({}),
 });
 
-export const loadKargoConfig = () => loadConfig(kargoConfigSchema, { secrets: ["gitToken"] });
+// Hostname and zone come together: a zone alone has no name to certify.
+const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
+  if (c.kargoHostedZoneId && !c.kargoHostname) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["kargoHostedZoneId"],
+      message: "needs kargo:kargoHostname, the name in that zone to give Kargo a certificate for",
+    });
+  }
+});
+
+export const loadKargoConfig = () => loadConfig(hostnameWithZone, { secrets: ["gitToken"] });

@@ -25,6 +25,8 @@ export = async () => {
     provider,
     awsProvider,
     hostname: config.kargoHostname,
+    hostedZoneId: config.kargoHostedZoneId,
+    loadBalancerZones: config.kargoLoadBalancerZones,
     allowedCidrs: config.kargoAllowedCidrs,
     network: setup.network,
     cognito: {
@@ -59,6 +61,7 @@ export = async () => {
     kargoLoadBalancerHostname: install.loadBalancerHostname,
     kargoAdminPassword: install.adminPassword,
     kargoOidcClientId: install.oidcClientId,
+    ...(install.certificateArn ? { kargoCertificateArn: install.certificateArn } : {}),
     kargoProject: promotion.namespace,
     stages: promotion.stageNames,
   };

@@ -14,18 +14,36 @@ export const kargoChart: Omit<AddonSpec, "values"> = {
 /** The node port the Kargo API listens on behind the load balancer. */
 export const KARGO_NODE_PORT = 30443;
 
+/**
+ * The port `kargo login --sso --port` listens on for the sign-in callback. Without `--port` the CLI picks a
+ * random one (akuity/kargo v1.11.2 pkg/cli/cmd/login/login.go), which Cognito, accepting only registered
+ * redirect URIs, would refuse.
+ */
+export const KARGO_CLI_CALLBACK_PORT = 8085;
+/** The redirect URI the Kargo CLI sends: its callback path on localhost (same file). */
+export const kargoCliCallbackUrl = `http://localhost:${KARGO_CLI_CALLBACK_PORT}/auth/callback`;
+
 export interface KargoInstallArgs {
   provider: k8s.Provider;
   awsProvider: aws.Provider;
   /** A DNS name you point at the load balancer; empty to use the load balancer's own name. */
   hostname: string;
+  /**
+   * Route 53 hosted zone that holds `hostname`. With both set: an ACM certificate validated through DNS, a
+   * TLS listener, and the alias record; without, the API's self-signed certificate passes through.
+   */
+  hostedZoneId: string;
+  /** Public subnets (zones) the load balancer spans; each costs a public IPv4 address. */
+  loadBalancerZones: number;
   /** Who may reach the API and UI. */
   allowedCidrs: string[];
   network: {
     vpcId: pulumi.Input<string>;
     publicSubnetIds: pulumi.Input<string[]>;
-    clusterSecurityGroupId: pulumi.Input<string>;
-    nodeAutoScalingGroupNames: pulumi.Input<string[]>;
+    /** The group the managed nodes carry (the EKS-created cluster security group). */
+    nodeSecurityGroupId: pulumi.Input<string>;
+    /** Every Auto Scaling group of the node group, known when this program runs. */
+    nodeAutoScalingGroupNames: string[];
   };
   cognito: {
     userPoolId: pulumi.Input<string>;
@@ -47,6 +65,8 @@ export class KargoInstall extends pulumi.ComponentResource {
   readonly loadBalancerHostname: pulumi.Output<string>;
   readonly adminPassword: pulumi.Output<string>;
   readonly oidcClientId: pulumi.Output<string>;
+  /** ARN of the ACM certificate, when a hostname and hosted zone are configured. */
+  readonly certificateArn?: pulumi.Output<string>;
   readonly release: k8s.helm.v3.Release;
 
   constructor(name: string, args: KargoInstallArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -67,11 +87,13 @@ export class KargoInstall extends pulumi.ComponentResource {
       },
       awsOpts,
     );
+    // On the group the nodes carry; referencing the load balancer's group admits its traffic even with client
+    // IP preservation on (instance targets): docs.aws.amazon.com/elasticloadbalancing/latest/network/load-balancer-security-groups.html
     new aws.vpc.SecurityGroupIngressRule(
       `${name}-lb-to-nodes`,
       {
         description: "Kargo API load balancer to the API node port",
-        securityGroupId: args.network.clusterSecurityGroupId,
+        securityGroupId: args.network.nodeSecurityGroupId,
         referencedSecurityGroupId: lbSecurityGroup.id,
         ipProtocol: "tcp",
         fromPort: KARGO_NODE_PORT,
@@ -84,17 +106,25 @@ export class KargoInstall extends pulumi.ComponentResource {
       {
         loadBalancerType: "network",
         internal: false,
-        subnets: args.network.publicSubnetIds,
+        // Each zone's subnet costs a public IPv4 address ($3.65/month); cross-zone load balancing reaches
+        // nodes in every zone from fewer of them.
+        subnets: pulumi
+          .output(args.network.publicSubnetIds)
+          .apply((ids) => ids.slice(0, args.loadBalancerZones)),
+        enableCrossZoneLoadBalancing: true,
         securityGroups: [lbSecurityGroup.id],
         tags: args.tags,
       },
       awsOpts,
     );
+    const tls = args.hostname !== "" && args.hostedZoneId !== "";
     const targetGroup = new aws.lb.TargetGroup(
       name,
       {
         port: KARGO_NODE_PORT,
-        protocol: "TCP",
+        // With a certificate the listener terminates TLS and re-encrypts to the API's own (self-signed)
+        // certificate, which NLBs do not verify; without, TLS passes through untouched.
+        protocol: tls ? "TLS" : "TCP",
         targetType: "instance",
         vpcId: args.network.vpcId,
         healthCheck: { protocol: "TCP", port: String(KARGO_NODE_PORT) },
@@ -102,28 +132,76 @@ export class KargoInstall extends pulumi.ComponentResource {
       },
       awsOpts,
     );
-    new aws.lb.Listener(
-      name,
-      {
-        loadBalancerArn: loadBalancer.arn,
-        port: 443,
-        protocol: "TCP",
-        defaultActions: [{ type: "forward", targetGroupArn: targetGroup.arn }],
-        tags: args.tags,
-      },
-      awsOpts,
-    );
-    // EKS runs each managed node group in a single Auto Scaling group.
-    new aws.autoscaling.Attachment(
-      name,
-      {
-        autoscalingGroupName: pulumi
-          .output(args.network.nodeAutoScalingGroupNames)
-          .apply((groups) => groups[0]!),
-        lbTargetGroupArn: targetGroup.arn,
-      },
-      awsOpts,
-    );
+    if (tls) {
+      const certificate = new aws.acm.Certificate(
+        name,
+        { domainName: args.hostname, validationMethod: "DNS", tags: args.tags },
+        awsOpts,
+      );
+      const validationRecord = new aws.route53.Record(
+        `${name}-certificate-validation`,
+        {
+          zoneId: args.hostedZoneId,
+          name: certificate.domainValidationOptions.apply((o) => o[0]!.resourceRecordName),
+          type: certificate.domainValidationOptions.apply((o) => o[0]!.resourceRecordType),
+          records: [certificate.domainValidationOptions.apply((o) => o[0]!.resourceRecordValue)],
+          ttl: 300,
+          allowOverwrite: true,
+        },
+        awsOpts,
+      );
+      // Waits until ACM has issued the certificate, so the listener never gets a pending one.
+      const validation = new aws.acm.CertificateValidation(
+        name,
+        { certificateArn: certificate.arn, validationRecordFqdns: [validationRecord.fqdn] },
+        awsOpts,
+      );
+      new aws.lb.Listener(
+        name,
+        {
+          loadBalancerArn: loadBalancer.arn,
+          port: 443,
+          protocol: "TLS",
+          certificateArn: validation.certificateArn,
+          sslPolicy: "ELBSecurityPolicy-TLS13-1-2-2021-06",
+          defaultActions: [{ type: "forward", targetGroupArn: targetGroup.arn }],
+          tags: args.tags,
+        },
+        awsOpts,
+      );
+      new aws.route53.Record(
+        `${name}-host`,
+        {
+          zoneId: args.hostedZoneId,
+          name: args.hostname,
+          type: "A",
+          aliases: [{ name: loadBalancer.dnsName, zoneId: loadBalancer.zoneId, evaluateTargetHealth: true }],
+        },
+        awsOpts,
+      );
+      this.certificateArn = validation.certificateArn;
+    } else {
+      new aws.lb.Listener(
+        name,
+        {
+          loadBalancerArn: loadBalancer.arn,
+          port: 443,
+          protocol: "TCP",
+          defaultActions: [{ type: "forward", targetGroupArn: targetGroup.arn }],
+          tags: args.tags,
+        },
+        awsOpts,
+      );
+    }
+    // One attachment per Auto Scaling group, named after it: when EKS replaces the node group, the next
+    // `pulumi up` of kargo attaches the new groups and drops the old (the deploy workflow runs it).
+    for (const group of args.network.nodeAutoScalingGroupNames) {
+      new aws.autoscaling.Attachment(
+        `${name}-${group}`,
+        { autoscalingGroupName: group, lbTargetGroupArn: targetGroup.arn },
+        awsOpts,
+      );
+    }
     this.loadBalancerHostname = loadBalancer.dnsName;
     this.host = args.hostname ? pulumi.output(args.hostname) : loadBalancer.dnsName;
 
@@ -138,7 +216,9 @@ export class KargoInstall extends pulumi.ComponentResource {
         allowedOauthFlows: ["code"],
         allowedOauthScopes: ["openid", "email", "profile"],
         supportedIdentityProviders: ["COGNITO"],
-        callbackUrls: [pulumi.interpolate`https://${this.host}/login`, "http://localhost/auth/callback"],
+        callbackUrls: [pulumi.interpolate`https://${this.host}/login`, kargoCliCallbackUrl],
+        // Where Cognito's /logout endpoint may send a signed-out user back to.
+        logoutUrls: [pulumi.interpolate`https://${this.host}/login`],
         explicitAuthFlows: ["ALLOW_REFRESH_TOKEN_AUTH"],
         preventUserExistenceErrors: "ENABLED",
       },
@@ -187,6 +267,10 @@ export class KargoInstall extends pulumi.ComponentResource {
       { parent: this },
     );
     this.release = addon.release;
-    this.registerOutputs({ host: this.host, oidcClientId: this.oidcClientId });
+    this.registerOutputs({
+      host: this.host,
+      oidcClientId: this.oidcClientId,
+      certificateArn: this.certificateArn,
+    });
   }
 }

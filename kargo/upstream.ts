@@ -9,7 +9,7 @@ export interface ClusterSetup {
   network: {
     vpcId: string;
     publicSubnetIds: string[];
-    clusterSecurityGroupId: string;
+    nodeSecurityGroupId: string;
     nodeAutoScalingGroupNames: string[];
   };
   stacksRepoURL: string;
@@ -18,6 +18,7 @@ export interface ClusterSetup {
   stackRoleName: string;
   pulumiAccessTokenSecretName: string;
   cognitoUserPoolId: string;
+  cognitoRegion: string;
   cognitoIssuerUrl: string;
   cognitoAdminGroup: string;
   cognitoApproverGroups: string[];
@@ -44,7 +45,7 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
     network: {
       vpcId: await plain("vpcId"),
       publicSubnetIds: await plain("publicSubnetIds"),
-      clusterSecurityGroupId: await plain("clusterSecurityGroupId"),
+      nodeSecurityGroupId: await plain("nodeSecurityGroupId"),
       nodeAutoScalingGroupNames: await plain("nodeAutoScalingGroupNames"),
     },
     stacksRepoURL: await plain("stacksRepoURL"),
@@ -53,6 +54,7 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
     stackRoleName: await plain("stackRoleName"),
     pulumiAccessTokenSecretName: await plain("pulumiAccessTokenSecretName"),
     cognitoUserPoolId: await plain("cognitoUserPoolId"),
+    cognitoRegion: await plain("cognitoRegion"),
     cognitoIssuerUrl: await plain("cognitoIssuerUrl"),
     cognitoAdminGroup: await plain("cognitoAdminGroup"),
     cognitoApproverGroups: await plain("cognitoApproverGroups"),
@@ -86,6 +88,13 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
     setup.pulumiAccessTokenSecretName,
     "Pulumi token Secret",
   );
+  // The app client is created with the cluster's region; a pool elsewhere would not be found.
+  if (setup.cognitoRegion !== setup.region) {
+    problems.push(
+      `cluster-setup's Cognito user pool is in ${setup.cognitoRegion} but the cluster (where kargo creates ` +
+        `the app client) is in ${setup.region}; deploy cluster-setup with aws:region ${setup.region}`,
+    );
+  }
   const groups = [setup.cognitoAdminGroup, ...setup.cognitoApproverGroups];
   for (const stage of p.stages) {
     if (stage.kind !== "gate") continue;

@@ -48,7 +48,7 @@ describe("cluster project", () => {
       authenticationMode: "API",
       version: "1.35",
       endpointPrivateAccess: true,
-      enabledClusterLogTypes: ["api", "audit", "authenticator"],
+      enabledClusterLogTypes: ["audit"],
       publicAccessCidrs: ["0.0.0.0/0"],
       name: "platform-example",
     });
@@ -57,17 +57,27 @@ describe("cluster project", () => {
     expect(one(plan, "eks:index:Cluster").dependsOn).toContain(key.urn);
   });
 
-  it("makes the configured roles cluster admins through access entries", () => {
+  it("makes the configured roles cluster admins, and CI's roles deployers and readers, through access entries", () => {
     const entries = one(plan, "eks:index:Cluster").inputs.accessEntries as Record<string, unknown>;
+    const policy = (name: string) => ({
+      [name]: {
+        policyArn: `arn:aws:eks::aws:cluster-access-policy/${name}`,
+        accessScope: { type: "cluster" },
+      },
+    });
     expect(entries).toEqual({
-      "admin-PlatformAdmins": {
+      "admin-123456789012-PlatformAdmins": {
         principalArn: "arn:aws:iam::123456789012:role/PlatformAdmins",
-        accessPolicies: {
-          clusterAdmin: {
-            policyArn: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-            accessScope: { type: "cluster" },
-          },
-        },
+        accessPolicies: policy("AmazonEKSClusterAdminPolicy"),
+      },
+      "ci-deploy": {
+        principalArn: "arn:aws:iam::123456789012:role/platform-ci-deploy",
+        accessPolicies: policy("AmazonEKSClusterAdminPolicy"),
+      },
+      // Reads everything, Secrets (Helm release state) included, and writes nothing.
+      "ci-preview": {
+        principalArn: "arn:aws:iam::123456789012:role/platform-ci-preview",
+        accessPolicies: policy("AmazonEKSAdminViewPolicy"),
       },
     });
   });
@@ -110,10 +120,11 @@ describe("cluster project", () => {
     expect(Object.keys(plan.outputs).sort()).toEqual(
       [
         "clusterName",
-        "clusterSecurityGroupId",
+        "controlPlaneLogGroupName",
         "kubeconfig",
         "nodeAutoScalingGroupNames",
         "nodeRoleArn",
+        "nodeSecurityGroupId",
         "oidcProviderArn",
         "oidcProviderUrl",
         "privateSubnetIds",

@@ -167,11 +167,16 @@ describe("Pulumi.example.yaml", () => {
 });
 
 describe("Pulumi.yaml templates", () => {
-  const projects = [
-    ...projectOrder.map((p) => path.join(repoRoot, p, "Pulumi.yaml")),
-    path.join(repoRoot, "Pulumi.yaml"),
-  ];
+  // `pulumi new <repo>/tree/main/<project>` copies that folder alone: the three projects import ../lib and
+  // take their packages from the root package.json, so they cannot be templates. The promoted program can.
+  it.each(projectOrder)("%s/Pulumi.yaml offers no template, and the README promises none", (project) => {
+    const file = YAML.parse(fs.readFileSync(path.join(repoRoot, project, "Pulumi.yaml"), "utf8"));
+    expect(file.template).toBeUndefined();
+    expect(fs.readFileSync(path.join(repoRoot, project, "index.ts"), "utf8")).toMatch(/from "\.\.\/lib\//);
+    expect(fs.readFileSync(README, "utf8")).not.toMatch(/pulumi new \S*\/tree\/main\/\S+/);
+  });
 
+  const projects = [path.join(repoRoot, "Pulumi.yaml")];
   it.each(projects.map((f) => [path.relative(repoRoot, f), f]))(
     "%s prompts for exactly what the project needs",
     (_, file) => {

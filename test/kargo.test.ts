@@ -346,7 +346,8 @@ describe("kargo project", () => {
         generateSecret: false,
         allowedOauthFlows: ["code"],
         allowedOauthScopes: ["openid", "email", "profile"],
-        callbackUrls: [`https://${host}/login`, "http://localhost/auth/callback"],
+        callbackUrls: [`https://${host}/login`, "http://localhost:8085/auth/callback"],
+        logoutUrls: [`https://${host}/login`],
       });
       expect(values().api.host).toBe(host);
       expect(values().api.oidc).toEqual({
@@ -364,16 +365,14 @@ describe("kargo project", () => {
       expect(one(plan, "aws:lb/loadBalancer:LoadBalancer").inputs).toMatchObject({
         loadBalancerType: "network",
         internal: false,
-        subnets: setup.outputs.publicSubnetIds,
+        subnets: (setup.outputs.publicSubnetIds as string[]).slice(0, 1),
+        enableCrossZoneLoadBalancing: true,
       });
       expect(values().api.service).toEqual({ type: "NodePort", nodePort: 30443 });
       expect(one(plan, "aws:lb/targetGroup:TargetGroup").inputs).toMatchObject({
         port: 30443,
         targetType: "instance",
       });
-      expect(one(plan, "aws:autoscaling/attachment:Attachment").inputs.autoscalingGroupName).toBe(
-        (setup.outputs.nodeAutoScalingGroupNames as string[])[0],
-      );
       expect(plan.outputs.kargoUrl).toBe(`https://${plan.outputs.kargoLoadBalancerHostname}`);
     });
 
@@ -384,7 +383,7 @@ describe("kargo project", () => {
       );
       expect(one(named, "aws:cognito/userPoolClient:UserPoolClient").inputs.callbackUrls).toEqual([
         "https://kargo.example.com/login",
-        "http://localhost/auth/callback",
+        "http://localhost:8085/auth/callback",
       ]);
     });
   });

@@ -3,6 +3,9 @@ import type * as pulumi from "@pulumi/pulumi";
 /** The AWS account every planned ARN lives in. */
 export const PLAN_ACCOUNT_ID = "123456789012";
 
+/** The role the plan's `pulumi up` runs as (GetCallerIdentity answers with a session of it). */
+export const PLAN_DEPLOYER_ROLE = "platform-deployer";
+
 /** Outputs of an upstream stack, as a StackReference would read them. */
 export interface UpstreamStack {
   outputs: Record<string, unknown>;
@@ -58,9 +61,13 @@ export class PlanMocks implements pulumi.runtime.Mocks {
         return {
           id: PLAN_ACCOUNT_ID,
           accountId: PLAN_ACCOUNT_ID,
-          arn: `arn:aws:iam::${PLAN_ACCOUNT_ID}:role/platform-deployer`,
+          // What STS answers for a session of an assumed role, not the role's own ARN.
+          arn: `arn:aws:sts::${PLAN_ACCOUNT_ID}:assumed-role/${PLAN_DEPLOYER_ROLE}/plan-session`,
           userId: "AROAPLANPLANPLANPLAN",
         };
+      case "aws:eks/getClusters:getClusters":
+        // The plan is of a first deploy: no cluster exists yet.
+        return { id: this.region, names: [] };
       default:
         return args.inputs;
     }
@@ -92,7 +99,11 @@ export class PlanMocks implements pulumi.runtime.Mocks {
         };
       }
       case "eks:index:Cluster":
-        return this.eksCluster(String(inputs.name ?? name));
+        return this.eksCluster(
+          String(inputs.name ?? name),
+          inputs.skipDefaultSecurityGroups === true,
+          inputs,
+        );
       case "eks:index:ManagedNodeGroup":
         // The real output is a reference to the aws.eks.NodeGroup; its plain state serves the same reads.
         return {
@@ -135,8 +146,35 @@ export class PlanMocks implements pulumi.runtime.Mocks {
           name: lbName,
           arn: arn("elasticloadbalancing", `loadbalancer/net/${lbName}/${hex(name, 16)}`),
           dnsName: `${lbName}-${hex(name + "dns", 16)}.elb.${this.region}.amazonaws.com`,
+          // The load balancers' canonical hosted zone, which alias records point into.
+          zoneId: `Z${hex(this.region + "elb", 13).toUpperCase()}`,
         };
       }
+      case "aws:acm/certificate:Certificate": {
+        const domainName = String(inputs.domainName);
+        return {
+          arn: arn(
+            "acm",
+            `certificate/${hex(name, 8)}-${hex(name + 1, 4)}-${hex(name + 2, 4)}-${hex(name + 3, 12)}`,
+          ),
+          status: "PENDING_VALIDATION",
+          // What ACM asks DNS validation to publish: one CNAME per name.
+          domainValidationOptions: [
+            {
+              domainName,
+              resourceRecordName: `_${hex(domainName, 32)}.${domainName}.`,
+              resourceRecordType: "CNAME",
+              resourceRecordValue: `_${hex(domainName + "value", 32)}.xlfgrmvvlj.acm-validations.aws.`,
+            },
+          ],
+        };
+      }
+      case "aws:acm/certificateValidation:CertificateValidation":
+        return { id: String(inputs.certificateArn), certificateArn: inputs.certificateArn };
+      case "aws:route53/record:Record":
+        return { fqdn: String(inputs.name).replace(/\.$/, "") };
+      case "aws:cloudwatch/logGroup:LogGroup":
+        return { arn: arn("logs", `log-group:${String(inputs.name)}`) };
       case "aws:lb/targetGroup:TargetGroup":
         return { arn: arn("elasticloadbalancing", `targetgroup/${name}/${hex(name, 16)}`) };
       case "kubernetes:core/v1:Service":
@@ -154,8 +192,14 @@ export class PlanMocks implements pulumi.runtime.Mocks {
     }
   }
 
-  private eksCluster(clusterName: string): Record<string, unknown> {
+  private eksCluster(
+    clusterName: string,
+    skipDefaultSecurityGroups: boolean,
+    inputs: Record<string, unknown>,
+  ): Record<string, unknown> {
     const issuerId = hex(clusterName, 32).toUpperCase();
+    const eksSecurityGroup = `sg-${hex(clusterName + "eks-cluster-sg", 17)}`;
+    const componentSecurityGroup = `sg-${hex(clusterName + "sg", 17)}`;
     const oidcIssuer = `oidc.eks.${this.region}.amazonaws.com/id/${issuerId}`;
     const kubeconfig = {
       apiVersion: "v1",
@@ -199,7 +243,17 @@ export class PlanMocks implements pulumi.runtime.Mocks {
       oidcIssuer,
       oidcProviderUrl: `https://${oidcIssuer}`,
       oidcProviderArn: `arn:aws:iam::${PLAN_ACCOUNT_ID}:oidc-provider/${oidcIssuer}`,
-      clusterSecurityGroupId: `sg-${hex(clusterName + "sg", 17)}`,
+      // The group EKS creates (eks-cluster-sg-*), which managed nodes without a launch template carry; the
+      // component returns its own group instead unless skipDefaultSecurityGroups is set.
+      eksCluster: {
+        name: clusterName,
+        vpcConfig: { clusterSecurityGroupId: eksSecurityGroup },
+        upgradePolicy: inputs.upgradePolicy ?? { supportType: "EXTENDED" },
+      },
+      clusterSecurityGroupId: skipDefaultSecurityGroups ? eksSecurityGroup : componentSecurityGroup,
+      nodeSecurityGroupId: skipDefaultSecurityGroups
+        ? eksSecurityGroup
+        : `sg-${hex(clusterName + "nodesg", 17)}`,
     };
   }
 }
