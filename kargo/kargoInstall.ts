@@ -31,6 +31,8 @@ export interface KargoInstallArgs {
     userPoolId: pulumi.Input<string>;
     issuerUrl: pulumi.Input<string>;
     adminGroup: pulumi.Input<string>;
+    /** Groups that get Kargo's cluster-level read (`kargo-user`), e.g. every gate's approvers. */
+    userGroups: string[];
   };
   argocdNamespace: pulumi.Input<string>;
   values?: Values;
@@ -177,6 +179,7 @@ export class KargoInstall extends pulumi.ComponentResource {
           additionalScopes: [],
           usernameClaim: "email",
           admins: { claims: { "cognito:groups": [args.cognito.adminGroup] } },
+          users: { claims: { "cognito:groups": args.cognito.userGroups } },
         },
       },
       controller: { argocd: { namespace: args.argocdNamespace } },

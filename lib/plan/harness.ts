@@ -32,7 +32,12 @@ export interface PlannedResource {
   provider: string | null;
   dependsOn: string[];
   inputs: Record<string, unknown>;
-  options: { protect: boolean; retainOnDelete: boolean; deleteBeforeReplace: boolean };
+  options: {
+    protect: boolean;
+    retainOnDelete: boolean;
+    deleteBeforeReplace: boolean;
+    ignoreChanges: string[];
+  };
 }
 
 export interface ProgramPlan {
@@ -82,6 +87,7 @@ interface RegisterRequest {
   getDependenciesList(): string[];
   getProtect(): boolean;
   getRetainondelete(): boolean;
+  getIgnorechangesList(): string[];
   getDeletebeforereplace(): boolean;
   getAdditionalsecretoutputsList(): string[];
 }
@@ -136,6 +142,7 @@ class RecordingMonitor extends MockMonitor {
             protect: Boolean(req.getProtect()),
             retainOnDelete: Boolean(req.getRetainondelete()),
             deleteBeforeReplace: Boolean(req.getDeletebeforereplace()),
+            ignoreChanges: [...req.getIgnorechangesList()].sort(),
           },
         });
       }
