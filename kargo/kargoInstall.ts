@@ -2,7 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { HelmAddon, type AddonSpec, type Values } from "../lib/helmAddon";
+import { HelmAddon, mergeValues, type AddonSpec, type Values } from "../lib/helmAddon";
+import { kargoSizing } from "./kargoSizing";
 
 export const kargoChart: Omit<AddonSpec, "values"> = {
   name: "kargo",
@@ -185,7 +186,7 @@ export class KargoInstall extends pulumi.ComponentResource {
       controller: { argocd: { namespace: args.argocdNamespace } },
     };
     const addon = new HelmAddon(
-      { ...kargoChart, values: defaults },
+      { ...kargoChart, values: mergeValues(defaults, kargoSizing) },
       { provider: args.provider, values: args.values },
       { parent: this },
     );
