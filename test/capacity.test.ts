@@ -101,6 +101,11 @@ describeWithCrds("capacity of the default node group", () => {
     expect(report.surge).toEqual({ owner: "kargo", pods: 5, cpu: 200, memory: 448 });
     expect(report.total).toEqual({ pods: 32, cpu: 2840, memory: 5868 });
     expect(report.fits).toBe(true);
+    const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8");
+    const { total, allocatable: offered } = report;
+    expect(readme).toContain(
+      `**${total.pods}** / ${offered.pods} | **${total.cpu}m** / ${offered.cpu}m | **${total.memory}** / ${offered.memory} MiB`,
+    );
   });
 
   it("would not fit the same pods on one node", () => {
