@@ -40,7 +40,7 @@ const stage = z.discriminatedUnion("kind", [
 export const pipelineSchema = z.strictObject({
   /** Kargo project, and so the namespace its objects live in. */
   project: z.string().regex(dnsLabel, "must be a DNS label"),
-  /** The promoted program's repository: the Warehouse subscribes to it, promotions commit `stacks/` to it. */
+  /** The promoted program's repository: the Warehouse subscribes to `branch`; promotions push only `stage/*`. */
   source: z.strictObject({
     repoURL: z.string().regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be an HTTPS git URL"),
     branch: z.string().min(1),
