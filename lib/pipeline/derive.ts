@@ -63,7 +63,8 @@ function requestedFreight(s: Stage): kargo.StageSpec["requestedFreight"] {
 
 /**
  * Every path whose change must become Freight: the program's files, each environment's stack config beside
- * it, and the Stack manifest templates. What a stage runs moves as one, through every gate.
+ * it, and the Stack manifest templates. What a stage runs moves as one, through every gate. A plain entry
+ * matches that path and everything under it (akuity/kargo v1.11.2 pkg/pattern/matcher.go, BaseDirMatcher).
  */
 export function freightPaths(p: Pipeline): string[] {
   const configs = Object.keys(p.environments).map((env) => stackConfigFile(p, env));
