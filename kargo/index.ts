@@ -2,6 +2,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
+import { approverGroups, githubRepository } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
 import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
@@ -13,6 +14,7 @@ import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 export = async () => {
   const config = loadKargoConfig();
   const pipeline = validatePipeline(definition);
+  githubRepository(pipeline.source.repoURL); // the stage branches are created through GitHub's API
   const tags = platformTags();
 
   const setup = await readClusterSetup(config.clusterSetupStack);
@@ -33,6 +35,7 @@ export = async () => {
       userPoolId: setup.cognitoUserPoolId,
       issuerUrl: setup.cognitoIssuerUrl,
       adminGroup: setup.cognitoAdminGroup,
+      userGroups: approverGroups(pipeline),
     },
     argocdNamespace: setup.argocdNamespace,
     values: config.kargoValues,

@@ -2,7 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { HelmAddon, type AddonSpec, type Values } from "../lib/helmAddon";
+import { HelmAddon, mergeValues, type AddonSpec, type Values } from "../lib/helmAddon";
+import { kargoSizing } from "./kargoSizing";
 
 export const kargoChart: Omit<AddonSpec, "values"> = {
   name: "kargo",
@@ -49,6 +50,8 @@ export interface KargoInstallArgs {
     userPoolId: pulumi.Input<string>;
     issuerUrl: pulumi.Input<string>;
     adminGroup: pulumi.Input<string>;
+    /** Groups that get Kargo's cluster-level read (`kargo-user`), e.g. every gate's approvers. */
+    userGroups: string[];
   };
   argocdNamespace: pulumi.Input<string>;
   values?: Values;
@@ -257,12 +260,13 @@ export class KargoInstall extends pulumi.ComponentResource {
           additionalScopes: [],
           usernameClaim: "email",
           admins: { claims: { "cognito:groups": [args.cognito.adminGroup] } },
+          users: { claims: { "cognito:groups": args.cognito.userGroups } },
         },
       },
       controller: { argocd: { namespace: args.argocdNamespace } },
     };
     const addon = new HelmAddon(
-      { ...kargoChart, values: defaults },
+      { ...kargoChart, values: mergeValues(defaults, kargoSizing) },
       { provider: args.provider, values: args.values },
       { parent: this },
     );

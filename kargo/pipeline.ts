@@ -6,13 +6,14 @@ import type { PipelineInput } from "../lib/pipeline/model";
 export const pipeline: PipelineInput = {
   project: "infra",
   source: {
-    // Your fork: the promoted program (the root Pulumi.yaml) and stacks/ live here.
+    // Your fork: the promoted program (the root Pulumi.yaml), its Pulumi.<stack>.yaml files and stacks/ live
+    // here. Promotions never push to `branch`; each stage has its own branch, stage/<stage>.
     repoURL: "https://github.com/your-org/infra-change-platform.git",
     branch: "main",
     programDir: ".",
-    // Only changes to the promoted program become Freight; the pipeline's own stacks/ commits never do.
+    // The promoted program's files. Each environment's Pulumi.<stack>.yaml and stacks/ are added to the
+    // Warehouse too (lib/pipeline/derive.ts freightPaths): a change to any of them passes every gate.
     includePaths: ["Pulumi.yaml"],
-    excludePaths: ["glob:stacks/**"],
   },
   pulumi: { organization: "your-org", project: "infra-program" },
   stacks: {
@@ -21,12 +22,17 @@ export const pipeline: PipelineInput = {
     serviceAccountName: "pulumi-stacks",
     accessTokenSecret: "pulumi-access-token",
     gitCredentialsSecret: "git-credentials",
-    workspaceImage: "pulumi/pulumi:3.270.0-nonroot",
+    // The CLI with its bundled language hosts (Pulumi YAML needs no other runtime), about 200 MB instead of
+    // the 2 GB pulumi/pulumi image on 20 GiB node disks.
+    workspaceImage: "pulumi/pulumi-base:3.270.0",
+    // Sized for `pulumi up` with the AWS provider; six workspaces fit beside the platform (test/capacity).
+    workspaceResources: { requests: { cpu: "250m", memory: "640Mi" }, limits: { memory: "1536Mi" } },
   },
+  // Each environment's config is Pulumi.<pulumiStack>.yaml beside the promoted program.
   environments: {
-    dev: { pulumiStack: "dev", config: { "aws:region": "us-west-2" } },
-    dev2: { pulumiStack: "dev2", config: { "aws:region": "us-east-2" } },
-    qa: { pulumiStack: "qa", config: { "aws:region": "us-west-2" } },
+    dev: { pulumiStack: "dev" },
+    dev2: { pulumiStack: "dev2" },
+    qa: { pulumiStack: "qa" },
   },
   stages: [
     { name: "approvalgatedev", kind: "gate", from: "warehouse", approvers: ["dev-approvers"] },

@@ -1,3 +1,4 @@
+import * as github from "@pulumi/github";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { argocd, kargo, rollouts } from "../lib/crds";
@@ -6,9 +7,13 @@ import {
   applicationSpec,
   approverRoles,
   environmentStages,
+  githubRepository,
   names,
   projectConfigSpec,
   promotionTaskSpec,
+  stageBranch,
+  stageBranchFile,
+  stageBranchReadme,
   stageSpec,
   warehouseSpec,
 } from "../lib/pipeline/derive";
@@ -28,7 +33,7 @@ export interface PromotionPipelineArgs {
 /**
  * The promotion pipeline as Kubernetes objects, every one derived from the pipeline definition: the Kargo
  * Project and its policies, the Warehouse, one shared PromotionTask and thin Stages, verification, approver
- * roles, credentials, and one Argo CD Application per environment stage.
+ * roles, credentials, one Argo CD Application per environment stage and the branch it tracks.
  */
 export class PromotionPipeline extends pulumi.ComponentResource {
   readonly namespace: pulumi.Output<string>;
@@ -119,6 +124,40 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         ),
     );
 
+    // Each stage's branch exists from the start, holding no manifest: Argo CD reports an Application whose
+    // branch is missing as a ComparisonError with sync status Unknown (argo-cd v3.4.4 controller/state.go),
+    // and one with nothing to deploy as Synced and Healthy. Branched from main with autocreateBranch, then
+    // written only by promotions; any other commit there would move the branch away from the revision Kargo
+    // waits for (akuity/kargo v1.11.2 pkg/health/checker/builtin/argocd.go), hence ignoreChanges and
+    // retainOnDelete (the branch keeps the stage's promotion history).
+    const repository = githubRepository(p.source.repoURL);
+    const githubProvider = new github.Provider(
+      `${name}-github`,
+      { owner: repository.owner, token: args.git.token },
+      { parent: this },
+    );
+    const branches = environmentStages(p).map(
+      (s) =>
+        new github.RepositoryFile(
+          `${name}-${s.name}-branch`,
+          {
+            repository: repository.name,
+            branch: stageBranch(s.name),
+            autocreateBranch: true,
+            autocreateBranchSourceBranch: p.source.branch,
+            file: stageBranchFile,
+            content: stageBranchReadme(s.name),
+            commitMessage: `Create ${stageBranch(s.name)}: pipeline stage ${s.name}, not promoted yet`,
+          },
+          {
+            parent: this,
+            provider: githubProvider,
+            retainOnDelete: true,
+            ignoreChanges: ["content", "commitMessage", "commitAuthor", "commitEmail"],
+          },
+        ),
+    );
+
     const applications = environmentStages(p).map(
       (s) =>
         new argocd.Application(
@@ -131,7 +170,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
             },
             spec: applicationSpec(p, s, { argocdProject: args.argocdProject }),
           },
-          k8sOpts,
+          { ...k8sOpts, dependsOn: branches },
         ),
     );
 

@@ -150,7 +150,10 @@ describe("cluster-setup project", () => {
     const values = releaseNamed(plan, "argocd").inputs.values as Values;
     expect(values.dex).toEqual({ enabled: false });
     expect((values.configs!.secret as Record<string, unknown>).argocdServerAdminPassword).toBe("[secret]");
-    expect(values.repoServer).toEqual({ replicas: 2 }); // the example's values merged over ours
+    // The example's values merged over ours, key by key.
+    expect(values.controller).toEqual({
+      resources: { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } },
+    });
   });
 
   it("confines the stacks AppProject to the stacks repository and namespace", () => {

@@ -106,7 +106,8 @@ describe("GitHub workflows", () => {
       expect(paths[project]).toEqual(expect.arrayContaining([`${project}/**`]));
       expect(paths[project].flat()).toContain("lib/**");
     }
-    expect(paths.program).toEqual(["Pulumi.yaml"]);
+    // The program's preview runs when the program or an environment's config beside it changes.
+    expect(paths.program).toEqual(["Pulumi.yaml", "Pulumi.*.yaml"]);
     const action = YAML.parse(fs.readFileSync(path.join(github, "actions", "pulumi", "action.yml"), "utf8"));
     const uses = action.runs.steps.map((s: { uses?: string }) => s.uses).filter(Boolean);
     expect(uses).toEqual(

@@ -1,12 +1,17 @@
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { programPolicy } from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
-import { analysisTemplateSpec, NO_COMMIT, stackManifest } from "../lib/pipeline/derive";
+import {
+  analysisTemplateSpec,
+  approverGroups,
+  freightPaths,
+  githubRepository,
+  stackManifest,
+} from "../lib/pipeline/derive";
 import { validatePipeline, type Pipeline } from "../lib/pipeline/model";
 import { renderStacks } from "../lib/pipeline/stacks";
 import type { ProgramPlan } from "../lib/plan/harness";
@@ -74,57 +79,149 @@ describe("kargo project", () => {
     for (const s of pipeline.stages) expect(byStage[s.name], s.name).toBe(s.kind !== "gate");
   });
 
-  it("subscribes the Warehouse to exactly the promoted program, never to stacks/", () => {
+  it("subscribes the Warehouse to the program, each environment's Pulumi.<stack>.yaml and stacks/ together", () => {
     const git = ofKind("Warehouse")[0]!.spec.subscriptions[0].git;
-    expect(git).toMatchObject({
-      repoURL: pipeline.source.repoURL,
-      branch: "main",
-      includePaths: ["Pulumi.yaml"],
-      excludePaths: ["glob:stacks/**"],
-    });
+    expect(git).toMatchObject({ repoURL: pipeline.source.repoURL, branch: "main" });
+    expect(git.includePaths).toEqual([
+      "Pulumi.yaml",
+      "Pulumi.dev.yaml",
+      "Pulumi.dev2.yaml",
+      "Pulumi.qa.yaml",
+      "stacks",
+    ]);
+    expect(git.excludePaths).toBeUndefined();
     const program = YAML.parse(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
     expect(program).toMatchObject({ name: pipeline.pulumi.project, runtime: "yaml" });
+    // Each config file exists beside the program and sets what the program's template asks for.
+    for (const env of Object.values(pipeline.environments)) {
+      const file = path.join(repoRoot, `Pulumi.${env.pulumiStack}.yaml`);
+      const config = YAML.parse(fs.readFileSync(file, "utf8"));
+      expect(Object.keys(config.config)).toEqual(Object.keys(program.template.config));
+    }
+    // A program in a folder keeps its config beside it.
+    const nested = validatePipeline({ ...definition, source: { ...definition.source, programDir: "infra" } });
+    expect(freightPaths(nested)).toContain("infra/Pulumi.qa.yaml");
   });
 
-  it("shares one PromotionTask that bumps spec.commit in the stage's manifest, pushes, and syncs its Application", () => {
-    const task = ofKind("PromotionTask")[0]!;
-    const steps = task.spec.steps as { uses: string; as?: string; config: any }[];
-    expect(steps.map((s) => s.uses)).toEqual([
-      "git-clone",
-      "yaml-update",
-      "git-commit",
-      "git-push",
-      "argocd-update",
-    ]);
-    const vars = Object.fromEntries(
-      (task.spec.vars as { name: string; value: string }[]).map((v) => [v.name, v.value]),
-    );
-    expect(vars.repoURL).toBe(ofKind("Warehouse")[0]!.spec.subscriptions[0].git.repoURL);
-    expect(steps[1]!.config).toEqual({
-      path: "./repo/${{ vars.stacksDir }}/${{ ctx.stage }}.yaml",
-      updates: [{ key: "spec.commit", value: "${{ commitFrom(vars.repoURL).ID }}" }],
-    });
-    const app = steps[4]!.config.apps[0];
-    expect(app.sources[0].desiredRevision).toBe("${{ task.outputs.push.commit }}");
-    expect(steps[3]!.as).toBe("push");
-    // Every environment stage is thin: it calls the task and nothing else.
-    for (const s of pipeline.stages.filter((s) => s.kind !== "gate")) {
-      expect(stage(s.name).spec.promotionTemplate.spec.steps).toEqual([
-        { task: { kind: "PromotionTask", name: task.metadata.name } },
+  describe("the shared PromotionTask", () => {
+    type Step = { uses: string; as?: string; config: any };
+    const steps = () => ofKind("PromotionTask")[0]!.spec.steps as Step[];
+    const step = (uses: string) => steps().find((s) => s.uses === uses)!;
+
+    it("copies the stage's template from the Freight's commit to the stage's own branch, pins it, pushes there and syncs to that push", () => {
+      expect(steps().map((s) => s.uses)).toEqual([
+        "git-clone",
+        "git-clear",
+        "copy",
+        "yaml-update",
+        "file-write",
+        "git-commit",
+        "git-push",
+        "argocd-update",
       ]);
+      const commit = "${{ quote(commitFrom(vars.repoURL).ID) }}";
+      expect(step("git-clone").config.checkout).toEqual([
+        { commit, path: "./freight" },
+        { branch: "stage/${{ ctx.stage }}", create: true, path: "./stage" },
+      ]);
+      expect(step("git-clear").config).toEqual({ path: "./stage" });
+      expect(step("copy").config).toEqual({
+        inPath: "./freight/${{ vars.stacksDir }}/${{ ctx.stage }}.yaml",
+        outPath: "./stage/${{ ctx.stage }}.yaml",
+      });
+      expect(step("yaml-update").config).toEqual({
+        path: "./stage/${{ ctx.stage }}.yaml",
+        updates: [{ key: "spec.commit", value: commit }],
+      });
+      expect(step("file-write").config).toMatchObject({ path: "./stage/PIPELINE-STAGE.md", overwrite: true });
+      expect(step("git-commit").config.path).toBe("./stage");
+      expect(step("git-push")).toEqual({
+        uses: "git-push",
+        as: "push",
+        config: { path: "./stage", targetBranch: "stage/${{ ctx.stage }}" },
+      });
+      expect(step("argocd-update").config.apps[0].sources).toEqual([
+        { repoURL: "${{ vars.repoURL }}", desiredRevision: "${{ quote(task.outputs.push.commit) }}" },
+      ]);
+    });
+
+    it("never writes to the branch the Warehouse watches: every write and the push are in the stage branch's checkout", () => {
+      const watched = ofKind("Warehouse")[0]!.spec.subscriptions[0].git.branch as string;
+      for (const s of steps()) {
+        expect(JSON.stringify(s.config)).not.toContain(`"${watched}"`);
+        if (["git-clear", "yaml-update", "file-write", "git-commit", "git-push"].includes(s.uses))
+          expect(s.config.path).toMatch(/^\.\/stage(\/|$)/);
+      }
+      expect(step("copy").config.outPath).toMatch(/^\.\/stage\//);
+      expect(step("git-push").config.targetBranch).not.toBe(watched);
+    });
+
+    it("quotes every expression that is a commit ID on its own, so Kargo never turns one into a number", () => {
+      const strings: string[] = [];
+      const visit = (v: unknown): void => {
+        if (typeof v === "string") strings.push(v);
+        else if (v && typeof v === "object") Object.values(v).forEach(visit);
+      };
+      visit(objects);
+      const whole = strings.filter((t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t));
+      // git-clone's commit, yaml-update's value, argocd-update's revision, each stage's verification arg.
+      expect(whole.length).toBe(3 + 6);
+      for (const t of whole) expect(t).toMatch(/^\$\{\{ quote\(.*\) \}\}$/);
+    });
+
+    it("is what every environment stage runs, and syncs exactly that stage's Application, tracking its branch", () => {
+      const task = ofKind("PromotionTask")[0]!;
+      const app = step("argocd-update").config.apps[0];
+      for (const s of pipeline.stages.filter((s) => s.kind !== "gate")) {
+        expect(stage(s.name).spec.promotionTemplate.spec.steps).toEqual([
+          { task: { kind: "PromotionTask", name: task.metadata.name } },
+        ]);
+        const appName = app.name
+          .replace("${{ ctx.project }}", pipeline.project)
+          .replace("${{ ctx.stage }}", s.name);
+        const application = ofKind("Application").find((a) => a.metadata.name === appName);
+        expect(application, appName).toBeDefined();
+        expect(application!.metadata.annotations["kargo.akuity.io/authorized-stage"]).toBe(`infra:${s.name}`);
+        expect(application!.spec.source).toEqual({
+          repoURL: pipeline.source.repoURL,
+          targetRevision: `stage/${s.name}`,
+          path: ".",
+          directory: { include: `${s.name}.yaml` },
+        });
+        expect(fs.existsSync(path.join(repoRoot, "stacks", `${s.name}.yaml`))).toBe(true);
+      }
+    });
+  });
+
+  it("creates each stage's branch at pulumi up without a manifest on it, and never commits there again", () => {
+    const files = plan.resources.filter((r) => r.type === "github:index/repositoryFile:RepositoryFile");
+    expect(files.map((f) => f.inputs.branch).sort()).toEqual(
+      ["dev", "dev2", "dev2preview", "devpreview", "qa", "qapreview"].map((s) => `stage/${s}`),
+    );
+    for (const f of files) {
+      expect(f.inputs).toMatchObject({
+        repository: "infra-change-platform",
+        autocreateBranch: true,
+        autocreateBranchSourceBranch: "main",
+        file: "PIPELINE-STAGE.md",
+      });
+      // Never overwrite a branch a promotion already wrote: that commit would move it off Kargo's revision.
+      expect(f.inputs.overwriteOnCreate).toBeUndefined();
+      expect(String(f.inputs.content)).toContain("Not promoted yet");
+      expect(f.options.retainOnDelete).toBe(true);
+      expect(f.options.ignoreChanges).toEqual(
+        expect.arrayContaining(["content", "commitMessage", "commitAuthor", "commitEmail"]),
+      );
     }
-    // The Application the task syncs for a stage is that stage's, and it authorizes exactly that stage.
-    for (const s of pipeline.stages.filter((s) => s.kind !== "gate")) {
-      const appName = app.name
-        .replace("${{ ctx.project }}", pipeline.project)
-        .replace("${{ ctx.stage }}", s.name);
-      const application = ofKind("Application").find((a) => a.metadata.name === appName);
-      expect(application, appName).toBeDefined();
-      expect(application!.metadata.annotations["kargo.akuity.io/authorized-stage"]).toBe(`infra:${s.name}`);
-      expect(application!.spec.source.directory).toEqual({ include: `${s.name}.yaml` });
-      expect(`${vars.stacksDir}/${s.name}.yaml`).toBe(`stacks/${s.name}.yaml`);
-      expect(fs.existsSync(path.join(repoRoot, "stacks", `${s.name}.yaml`))).toBe(true);
-    }
+    const provider = one(plan, "pulumi:providers:github");
+    expect(provider.inputs).toMatchObject({ owner: "your-org", token: "[secret]" });
+  });
+
+  it("refuses a repository that is not on GitHub, naming source.repoURL", () => {
+    expect(githubRepository("https://github.com/acme/infra.git")).toEqual({ owner: "acme", name: "infra" });
+    expect(() => githubRepository("https://gitlab.com/acme/infra.git")).toThrow(
+      /source\.repoURL: "https:\/\/gitlab\.com\/acme\/infra\.git" is not a GitHub repository/,
+    );
   });
 
   it("records on the Freight who approved it at each gate", () => {
@@ -167,7 +264,7 @@ describe("kargo project", () => {
     }
     expect(stage("dev").spec.verification.args).toEqual([
       { name: "stack", value: "dev" },
-      { name: "commit", value: `\${{ commitFrom("${pipeline.source.repoURL}").ID }}` },
+      { name: "commit", value: `\${{ quote(commitFrom("${pipeline.source.repoURL}").ID) }}` },
     ]);
     expect(stage("devpreview").spec.verification.analysisTemplates).toEqual([
       { kind: "AnalysisTemplate", name: "pulumi-preview" },
@@ -262,10 +359,11 @@ describe("kargo project", () => {
     });
   });
 
-  it("maps each gate's Cognito group to a role that may promote into that gate only, plus read access", () => {
+  it("lets each gate's Cognito groups promote into that gate through Kargo's API: promote on it, create promotions, read", () => {
     for (const gate of pipeline.stages.filter((s) => s.kind === "gate")) {
       const name = `approver-${gate.name}`;
       const account = ofKind("ServiceAccount").find((a) => a.metadata.name === name)!;
+      expect(account.metadata.namespace).toBe("infra");
       expect(JSON.parse(account.metadata.annotations["rbac.kargo.akuity.io/claims"])).toEqual({
         "cognito:groups": gate.approvers,
       });
@@ -276,13 +374,22 @@ describe("kargo project", () => {
           resourceNames: [gate.name],
           verbs: ["promote"],
         },
+        { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] },
       ]);
       const bindings = ofKind("RoleBinding").filter((b) => b.subjects?.[0]?.name === name);
       expect(bindings.map((b) => b.roleRef.name).sort()).toEqual([name, "kargo-viewer"].sort());
     }
-    expect(setup.outputs.cognitoApproverGroups).toEqual(
-      expect.arrayContaining(pipeline.stages.flatMap((s) => (s.kind === "gate" ? s.approvers : []))),
-    );
+    // No approver may approve Freight past verification (`kargo approve` patches freights/status).
+    const rules = ofKind("Role").flatMap((r) => r.rules as { resources: string[]; verbs: string[] }[]);
+    expect(rules.some((r) => r.resources.includes("freights/status"))).toBe(false);
+    expect(rules.every((r) => !r.verbs.includes("*"))).toBe(true);
+    // Cluster-level read (kargo-user: list projects) for exactly the approver groups.
+    const oidc = (one(plan, "kubernetes:helm.sh/v3:Release").inputs.values as any).api.oidc;
+    expect(oidc.users).toEqual({
+      claims: { "cognito:groups": ["dev-approvers", "qa-approvers", "security-approvers"] },
+    });
+    expect(approverGroups(pipeline)).toEqual(oidc.users.claims["cognito:groups"]);
+    expect(setup.outputs.cognitoApproverGroups).toEqual(expect.arrayContaining(approverGroups(pipeline)));
   });
 
   it("gives each environment stage an Argo CD Application that never syncs or prunes on its own", () => {
@@ -296,12 +403,11 @@ describe("kargo project", () => {
         server: "https://kubernetes.default.svc",
         namespace: "pulumi-stacks",
       });
-      expect(app.spec.source).toMatchObject({
-        repoURL: pipeline.source.repoURL,
-        targetRevision: "main",
-        path: "stacks",
-      });
+      expect(app.spec.source.repoURL).toBe(pipeline.source.repoURL);
+      expect(app.spec.source.targetRevision).toMatch(/^stage\//);
     }
+    // One tracked branch per Application.
+    expect(new Set(apps.map((a) => a.spec.source.targetRevision)).size).toBe(apps.length);
   });
 
   it("labels the git credentials for Kargo and keeps every credential secret", () => {
@@ -358,6 +464,7 @@ describe("kargo project", () => {
         additionalScopes: [],
         usernameClaim: "email",
         admins: { claims: { "cognito:groups": ["platform-admins"] } },
+        users: { claims: { "cognito:groups": ["dev-approvers", "qa-approvers", "security-approvers"] } },
       });
     });
 
@@ -439,35 +546,17 @@ describe("stacks/", () => {
   const pipeline = validatePipeline(definition);
   const dir = path.join(repoRoot, "stacks");
 
-  it("holds exactly the manifests the pipeline generates (run `npm run stacks` after editing kargo/pipeline.ts)", () => {
-    const expected = renderStacks(pipeline, dir);
+  it("holds exactly the templates the pipeline generates (run `npm run stacks` after editing kargo/pipeline.ts)", () => {
+    const expected = renderStacks(pipeline);
     expect(
       fs
         .readdirSync(dir)
         .filter((f) => f.endsWith(".yaml"))
         .sort(),
     ).toEqual([...expected.keys()].sort());
-    // Compared as data: Kargo's yaml-update may re-quote or re-indent a file when it writes a commit.
     for (const [file, content] of expected) {
-      expect(YAML.parse(fs.readFileSync(path.join(dir, file), "utf8")), file).toEqual(YAML.parse(content));
+      expect(fs.readFileSync(path.join(dir, file), "utf8"), file).toBe(content);
     }
-  });
-
-  it("keeps the commit a promotion wrote when regenerating", () => {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "stacks-"));
-    const promoted = {
-      ...stackManifest(
-        pipeline,
-        pipeline.stages.find((s) => s.name === "dev") as never,
-        "1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d",
-      ),
-    };
-    fs.writeFileSync(path.join(tmp, "dev.yaml"), YAML.stringify(promoted));
-    const rendered = renderStacks(pipeline, tmp);
-    expect(YAML.parse(rendered.get("dev.yaml")!).spec.commit).toBe(
-      "1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d",
-    );
-    expect(YAML.parse(rendered.get("qa.yaml")!).spec.commit).toBe(NO_COMMIT);
   });
 
   const manifests = () =>
@@ -476,7 +565,7 @@ describe("stacks/", () => {
       .filter((f) => f.endsWith(".yaml"))
       .map((f) => YAML.parse(fs.readFileSync(path.join(dir, f), "utf8")) as Obj);
 
-  it("never lets a preview destroy anything, and previews the same Pulumi stack its update stage deploys", () => {
+  it("previews refresh like their update, never destroy anything, and preview the stack their update deploys", () => {
     for (const s of pipeline.stages.filter((s) => s.kind === "preview")) {
       const previewStack = manifests().find((m) => m.metadata.name === `infra-${s.name}`)!;
       const updateStage = pipeline.stages.find(
@@ -485,8 +574,10 @@ describe("stacks/", () => {
       const updateStack = manifests().find((m) => m.metadata.name === `infra-${updateStage.name}`)!;
       expect(previewStack.spec).toMatchObject({ preview: true, destroyOnFinalize: false });
       expect(previewStack.spec.stack).toBe(updateStack.spec.stack);
-      expect(updateStack.spec).toMatchObject({ refresh: true, destroyOnFinalize: false });
+      expect(updateStack.spec).toMatchObject({ destroyOnFinalize: false });
       expect(updateStack.spec.preview).toBeUndefined();
+      expect(previewStack.spec.refresh).toBe(updateStack.spec.refresh);
+      expect(updateStack.spec.refresh).toBe(true);
     }
   });
 
@@ -496,30 +587,48 @@ describe("stacks/", () => {
       environments: { ...definition.environments, dev: { ...definition.environments.dev!, ephemeral: true } },
     });
     const specOf = (name: string) =>
-      stackManifest(ephemeral, ephemeral.stages.find((s) => s.name === name) as never, NO_COMMIT).spec;
+      stackManifest(ephemeral, ephemeral.stages.find((s) => s.name === name) as never).spec;
     expect(specOf("dev").destroyOnFinalize).toBe(true);
     expect(specOf("devpreview").destroyOnFinalize).toBe(false);
     expect(specOf("dev2").destroyOnFinalize).toBe(false);
   });
 
-  it("runs every Stack under the IRSA ServiceAccount with the token Secret and a pinned image, without AWS keys", () => {
+  it("runs every Stack under the IRSA ServiceAccount with the token Secret and a pinned slim image, without AWS keys", () => {
     for (const m of manifests()) {
       expect(m.metadata.name.length).toBeLessThanOrEqual(42);
       expect(m.metadata.annotations["argocd.argoproj.io/sync-options"]).toBe("Prune=false,Delete=false");
       expect(m.spec.serviceAccountName).toBe(setupDefaults.stackServiceAccount);
       expect(Object.keys(m.spec.envRefs)).toEqual(["PULUMI_ACCESS_TOKEN"]);
       expect(JSON.stringify(m)).not.toMatch(/AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY/);
-      expect(m.spec.workspaceTemplate.spec.image).toMatch(/^pulumi\/pulumi:\d+\.\d+\.\d+-nonroot$/);
+      expect(m.spec.workspaceTemplate.spec.image).toMatch(/^pulumi\/pulumi-base:\d+\.\d+\.\d+$/);
       expect(m.spec.stack).toMatch(
         new RegExp(`^${pipeline.pulumi.organization}/${pipeline.pulumi.project}/`),
       );
-      expect(m.spec.config["aws:region"]).toBeTruthy();
+      // Config comes from Pulumi.<stack>.yaml at the promoted commit, so it passes the gates with the program.
+      expect(m.spec.config).toBeUndefined();
     }
   });
 
-  it("does not run pulumi up anywhere before the first approved promotion", () => {
-    // Committed manifests point at a commit that does not exist until a promotion writes a real one.
-    for (const m of manifests()) expect(m.spec.commit).toBe(NO_COMMIT);
+  it("sizes each workspace for the AWS provider, removes it after success, and gives uid 1000 a writable PULUMI_HOME", () => {
+    for (const m of manifests()) {
+      const ws = m.spec.workspaceTemplate.spec;
+      expect(ws.securityProfile).toBe("restricted");
+      expect(ws.resources).toEqual({
+        requests: { cpu: "250m", memory: "640Mi" },
+        limits: { memory: "1536Mi" },
+      });
+      expect(m.spec.workspaceReclaimPolicy).toBe("Delete");
+      expect(ws.env).toEqual([{ name: "PULUMI_HOME", value: "/share/.pulumi" }]);
+    }
+  });
+
+  it("never names a commit: only a promotion pins one, on the stage's branch, so nothing runs before it", () => {
+    for (const m of manifests()) {
+      expect(m.spec.commit).toBeUndefined();
+      expect(m.spec.branch).toBeUndefined();
+    }
+    const everything = [...fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f), "utf8"))];
+    for (const text of everything) expect(text).not.toMatch(/0{40}/);
   });
 });
 

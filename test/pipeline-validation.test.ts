@@ -148,6 +148,25 @@ describe("the pipeline definition", () => {
       { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, workspaceImage: "pulumi/pulumi" } },
       /stacks.workspaceImage: must be an image with a pinned tag/,
     ],
+    [
+      "workspace memory that is not a Kubernetes quantity",
+      {
+        ...defaultPipeline,
+        stacks: {
+          ...defaultPipeline.stacks,
+          workspaceResources: { requests: { cpu: "250m", memory: "640MB" }, limits: { memory: "1536Mi" } },
+        },
+      },
+      /stacks.workspaceResources.requests.memory: must be a Kubernetes quantity such as "250m" or "640Mi"/,
+    ],
+    [
+      "an environment with config in the pipeline instead of its Pulumi.<stack>.yaml",
+      {
+        ...defaultPipeline,
+        environments: { dev: { pulumiStack: "dev", config: { "aws:region": "us-west-2" } } },
+      } as unknown as PipelineInput,
+      /environments.dev: Unrecognized key: "config"/,
+    ],
   ];
   it.each(cases)("rejects %s, naming the stage and the problem", (_, input, message) => {
     const problems = problemsOf(input);

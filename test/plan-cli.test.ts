@@ -46,7 +46,12 @@ describe("npm run plan", () => {
         expect(Object.keys(r).sort()).toEqual(
           ["dependsOn", "inputs", "name", "options", "parent", "provider", "type", "urn"].sort(),
         );
-        expect(Object.keys(r.options).sort()).toEqual(["deleteBeforeReplace", "protect", "retainOnDelete"]);
+        expect(Object.keys(r.options).sort()).toEqual([
+          "deleteBeforeReplace",
+          "ignoreChanges",
+          "protect",
+          "retainOnDelete",
+        ]);
       }
       expect(() =>
         YAML.parseAllDocuments(fs.readFileSync(path.join(out, project, "manifests.yaml"), "utf8")),

@@ -45,6 +45,15 @@ export class ArgoCd extends pulumi.ComponentResource {
       values: {
         // Kargo and the CLI are the way in; no SSO broker is needed inside Argo CD.
         dex: { enabled: false },
+        // Two t4g.medium nodes hold the platform and six workspaces (test/capacity.test.ts): no pods for
+        // what the platform never uses (ApplicationSets, notifications), and requests that say what each
+        // component needs, so the scheduler does not pack workspaces onto memory that is already in use.
+        applicationSet: { replicas: 0 },
+        notifications: { enabled: false },
+        controller: { resources: { requests: { cpu: "100m", memory: "256Mi" } } },
+        repoServer: { resources: { requests: { cpu: "50m", memory: "128Mi" } } },
+        server: { resources: { requests: { cpu: "50m", memory: "128Mi" } } },
+        redis: { resources: { requests: { cpu: "20m", memory: "64Mi" } } },
         configs: {
           cm: {
             "admin.enabled": true,

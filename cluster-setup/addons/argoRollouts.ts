@@ -8,5 +8,11 @@ export const argoRollouts: AddonSpec = {
   version: "2.41.0",
   namespace: "argo-rollouts",
   // Kargo turns verification off at start-up when these CRDs are missing, so the chart must install them.
-  values: { installCRDs: true, keepCRDs: true, dashboard: { enabled: false } },
+  // One controller: it runs with leader election, so a second replica only waits (and takes a pod slot).
+  values: {
+    installCRDs: true,
+    keepCRDs: true,
+    dashboard: { enabled: false },
+    controller: { replicas: 1, resources: { requests: { cpu: "20m", memory: "64Mi" } } },
+  },
 };

@@ -8,5 +8,11 @@ export const certManager: AddonSpec = {
   version: "v1.21.1",
   namespace: "cert-manager",
   // CRDs come with the chart; `keep` leaves them (and every Certificate) in place if the release goes.
-  values: { crds: { enabled: true, keep: true } },
+  // Requests sized for a handful of certificates (test/capacity.test.ts counts them against the nodes).
+  values: {
+    crds: { enabled: true, keep: true },
+    resources: { requests: { cpu: "10m", memory: "64Mi" } },
+    webhook: { resources: { requests: { cpu: "10m", memory: "32Mi" } } },
+    cainjector: { resources: { requests: { cpu: "10m", memory: "64Mi" } } },
+  },
 };

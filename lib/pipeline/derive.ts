@@ -1,11 +1,13 @@
 // Everything Kargo, Argo CD and PKO need, derived from the one pipeline definition. Pure functions over
 // plain data: the kargo program turns them into typed resources, `npm run stacks` into stacks/ files, and
 // the tests read them directly.
+import * as path from "node:path";
 import type * as argocd from "../crds/generated/argocd";
 import type * as kargo from "../crds/generated/kargo";
 import type * as pko from "../crds/generated/pko";
 import type * as rollouts from "../crds/generated/rollouts";
 import {
+  PipelineError,
   stackObjectName,
   upstreamOf,
   type EnvironmentStage,
@@ -22,14 +24,31 @@ export const names = {
   /** In the Kargo project namespace: the git credentials Kargo pushes with, the token verification reads. */
   gitCredentials: "git-credentials",
   verificationToken: "pulumi-api-token",
-  /** Workspace where a promotion clones the repository. */
-  checkout: "./repo",
+  /** Where a promotion checks out the Freight's commit (read-only) and the stage's branch. */
+  checkout: { freight: "./freight", stage: "./stage" },
 } as const;
 
-/** `spec.commit` of a Stack no promotion has reached yet: no such commit exists, so PKO can never run it. */
-export const NO_COMMIT = "0000000000000000000000000000000000000000";
+/**
+ * The branch holding a stage's Stack manifest: written only by that stage's promotions, tracked only by its
+ * Application, so "synced to the commit I pushed" cannot be broken by a sibling stage or a commit to main.
+ */
+export const stageBranch = (stageName: string) => `stage/${stageName}`;
 
-const freightCommit = (p: Pipeline) => `\${{ commitFrom("${p.source.repoURL}").ID }}`;
+/** The Stack manifest's file name, in `stacks/` on main (the template) and on the stage's branch. */
+export const stackManifestFile = (stageName: string) => `${stageName}.yaml`;
+
+/** The environment's Pulumi stack config file, beside the promoted program, moved by the same Freight. */
+export const stackConfigFile = (p: Pipeline, environment: string) =>
+  path.posix.join(p.source.programDir, `Pulumi.${p.environments[environment]!.pulumiStack}.yaml`);
+
+/**
+ * Kargo turns an expression result that parses as a number (or bool, or JSON) into one, so an all-digit
+ * commit ID would become a float; `quote()` keeps it a string (akuity/kargo v1.11.2
+ * pkg/expressions/json_templates.go, EvaluateTemplate).
+ */
+export const quoted = (expression: string) => `\${{ quote(${expression}) }}`;
+
+const freightCommit = (p: Pipeline) => quoted(`commitFrom("${p.source.repoURL}").ID`);
 
 export const isGate = (s: Stage): s is GateStage => s.kind === "gate";
 export const environmentStages = (p: Pipeline) => p.stages.filter((s): s is EnvironmentStage => !isGate(s));
@@ -42,6 +61,16 @@ function requestedFreight(s: Stage): kargo.StageSpec["requestedFreight"] {
   return [{ origin: { kind: "Warehouse", name: names.warehouse }, sources }];
 }
 
+/**
+ * Every path whose change must become Freight: the program's files, each environment's stack config beside
+ * it, and the Stack manifest templates. What a stage runs moves as one, through every gate. A plain entry
+ * matches that path and everything under it (akuity/kargo v1.11.2 pkg/pattern/matcher.go, BaseDirMatcher).
+ */
+export function freightPaths(p: Pipeline): string[] {
+  const configs = Object.keys(p.environments).map((env) => stackConfigFile(p, env));
+  return [...new Set([...p.source.includePaths, ...configs, p.stacks.dir])];
+}
+
 export function warehouseSpec(p: Pipeline): kargo.WarehouseSpec {
   return {
     interval: "5m0s",
@@ -52,7 +81,7 @@ export function warehouseSpec(p: Pipeline): kargo.WarehouseSpec {
           repoURL: p.source.repoURL,
           branch: p.source.branch,
           commitSelectionStrategy: "NewestFromBranch",
-          includePaths: p.source.includePaths,
+          includePaths: freightPaths(p),
           ...(p.source.excludePaths.length ? { excludePaths: p.source.excludePaths } : {}),
         },
       },
@@ -70,12 +99,21 @@ export function projectConfigSpec(p: Pipeline): kargo.ProjectConfigSpec {
   };
 }
 
-/** The steps every environment stage shares, parameterised by the stage it runs for. */
+/**
+ * The steps every environment stage shares, parameterised by the stage it runs for. It never writes to the
+ * branch the Warehouse watches: it copies the stage's Stack manifest template from the Freight's commit to
+ * the stage's own branch, pins it to that commit, pushes, and syncs the stage's Application to that push.
+ */
 export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.PromotionTaskSpec {
+  const { freight, stage } = names.checkout;
+  const branch = stageBranch("${{ ctx.stage }}");
+  const manifest = stackManifestFile("${{ ctx.stage }}");
+  const commit = quoted("commitFrom(vars.repoURL).ID");
+  // Inside longer text the result stays a string; quote() there would add literal quotation marks.
+  const commitInText = "${{ commitFrom(vars.repoURL).ID }}";
   return {
     vars: [
       { name: "repoURL", value: p.source.repoURL },
-      { name: "branch", value: p.source.branch },
       { name: "stacksDir", value: p.stacks.dir },
       { name: "argocdNamespace", value: argocdNamespace },
     ],
@@ -84,29 +122,38 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
         uses: "git-clone",
         config: {
           repoURL: "${{ vars.repoURL }}",
-          checkout: [{ branch: "${{ vars.branch }}", path: names.checkout }],
+          checkout: [
+            { commit, path: freight },
+            // Created (as an orphan with an empty first commit) if someone deleted it; `pulumi up` creates
+            // it first (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/git_cloner.go, ensureRemoteBranch).
+            { branch, create: true, path: stage },
+          ],
         },
+      },
+      // The branch holds the stage's manifest and its PIPELINE-STAGE.md, nothing else (it was branched from main).
+      { uses: "git-clear", config: { path: stage } },
+      {
+        uses: "copy",
+        config: { inPath: `${freight}/\${{ vars.stacksDir }}/${manifest}`, outPath: `${stage}/${manifest}` },
       },
       {
         uses: "yaml-update",
+        config: { path: `${stage}/${manifest}`, updates: [{ key: "spec.commit", value: commit }] },
+      },
+      {
+        uses: "file-write",
         config: {
-          path: `${names.checkout}/\${{ vars.stacksDir }}/\${{ ctx.stage }}.yaml`,
-          updates: [{ key: "spec.commit", value: "${{ commitFrom(vars.repoURL).ID }}" }],
+          path: `${stage}/${stageBranchFile}`,
+          contents: stageBranchReadme("${{ ctx.stage }}", commitInText),
+          overwrite: true,
         },
       },
       {
         uses: "git-commit",
-        config: {
-          path: names.checkout,
-          message: "Promote ${{ ctx.stage }} to ${{ commitFrom(vars.repoURL).ID }}",
-        },
+        config: { path: stage, message: `Promote \${{ ctx.stage }} to ${commitInText}` },
       },
-      {
-        uses: "git-push",
-        as: "push",
-        // Sibling stages push to the same branch at the same time; retry on a moved branch.
-        config: { path: names.checkout, targetBranch: "${{ vars.branch }}", maxAttempts: 10 },
-      },
+      // One writer per branch: no sibling stage pushes here.
+      { uses: "git-push", as: "push", config: { path: stage, targetBranch: branch } },
       {
         uses: "argocd-update",
         // Sync now instead of waiting for Argo CD's polling, and wait for exactly the pushed revision.
@@ -116,7 +163,7 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
               name: "${{ ctx.project }}-${{ ctx.stage }}",
               namespace: "${{ vars.argocdNamespace }}",
               sources: [
-                { repoURL: "${{ vars.repoURL }}", desiredRevision: "${{ task.outputs.push.commit }}" },
+                { repoURL: "${{ vars.repoURL }}", desiredRevision: quoted("task.outputs.push.commit") },
               ],
             },
           ],
@@ -124,6 +171,22 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
       },
     ],
   };
+}
+
+/**
+ * The stage branch's PIPELINE-STAGE.md: the placeholder `pulumi up` creates the branch with (so Argo CD shows an
+ * Application with nothing to deploy, not a missing branch), then rewritten by every promotion.
+ */
+export function stageBranchReadme(stageName: string, commit?: string): string {
+  return [
+    `# Pipeline stage ${stageName}`,
+    "",
+    "Written only by Kargo promotions; its Argo CD Application tracks this branch. Do not commit here.",
+    commit
+      ? `${stackManifestFile(stageName)} runs the promoted program at commit ${commit}.`
+      : `Not promoted yet: the first promotion writes ${stackManifestFile(stageName)} here.`,
+    "",
+  ].join("\n");
 }
 
 export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
@@ -226,11 +289,17 @@ export function analysisTemplateSpec(p: Pipeline, kind: "preview" | "update"): r
 export interface ApproverRole {
   gate: string;
   serviceAccount: { name: string; annotations: Record<string, string> };
-  /** Promote into exactly this gate. */
-  rules: { apiGroups: string[]; resources: string[]; resourceNames: string[]; verbs: string[] }[];
+  rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
 }
 
-/** Per gate: a ServiceAccount Kargo maps the gate's Cognito groups to, allowed to promote into that gate only. */
+/**
+ * Per gate: a ServiceAccount Kargo maps the gate's Cognito groups to, with exactly what promoting into the
+ * gate through Kargo's API takes. The API checks `promote` on the Stage, then creates the Promotion with a
+ * client authorized as the user, which needs `create` on promotions (akuity/kargo v1.11.2
+ * pkg/server/promote_to_stage_v1alpha1.go, pkg/server/kubernetes/client.go). `create` cannot be limited
+ * to one Stage (RBAC has no resourceNames on create), see the README. No `patch freights/status`: approving
+ * Freight (`kargo approve`) lets it skip the upstream stages' verification, so only admins may.
+ */
 export function approverRoles(p: Pipeline): ApproverRole[] {
   return p.stages.filter(isGate).map((gate) => ({
     gate: gate.name,
@@ -245,9 +314,31 @@ export function approverRoles(p: Pipeline): ApproverRole[] {
         resourceNames: [gate.name],
         verbs: ["promote"],
       },
+      { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] },
     ],
   }));
 }
+
+/**
+ * Every gate's approver groups: Kargo's `api.oidc.users`, so approvers get the cluster-level read
+ * (`kargo-user`: list projects) that opening a project in the UI or CLI takes.
+ */
+export const approverGroups = (p: Pipeline): string[] =>
+  [...new Set(p.stages.filter(isGate).flatMap((g) => g.approvers))].sort();
+
+/** The GitHub repository of an HTTPS URL, for creating the stage branches. */
+export function githubRepository(repoURL: string): { owner: string; name: string } {
+  const match = /^https:\/\/github\.com\/([\w.-]+)\/([\w.-]+?)(\.git)?\/?$/.exec(repoURL);
+  if (!match) {
+    throw new PipelineError([
+      `source.repoURL: "${repoURL}" is not a GitHub repository (https://github.com/<owner>/<name>.git); the kargo project creates each stage's branch through GitHub's API`,
+    ]);
+  }
+  return { owner: match[1]!, name: match[2]! };
+}
+
+/** The file each stage branch starts with (and every promotion rewrites); not on main, so it never clashes. */
+export const stageBranchFile = "PIPELINE-STAGE.md";
 
 export function applicationSpec(
   p: Pipeline,
@@ -256,25 +347,30 @@ export function applicationSpec(
 ): argocd.ApplicationSpec {
   return {
     project: deploy.argocdProject,
+    // The stage's own branch; until the first promotion it holds no manifest, so nothing is deployed.
     source: {
       repoURL: p.source.repoURL,
-      targetRevision: p.source.branch,
-      path: p.stacks.dir,
-      directory: { include: `${s.name}.yaml` },
+      targetRevision: stageBranch(s.name),
+      path: ".",
+      directory: { include: stackManifestFile(s.name) },
     },
     destination: { server: "https://kubernetes.default.svc", namespace: p.stacks.namespace },
     // No automated sync and no pruning: only a promotion (Kargo's argocd-update step) syncs a stage.
   };
 }
 
-/** The PKO Stack manifest of an environment stage, as committed to `stacks/<stage>.yaml`. */
-export function stackManifest(p: Pipeline, s: EnvironmentStage, commit: string) {
+/**
+ * The PKO Stack manifest template of an environment stage, committed to `stacks/<stage>.yaml` on main. It has
+ * no `commit`: a promotion copies it from the Freight's commit to the stage's branch and sets `spec.commit`
+ * there. Without a commit (and without a branch) PKO refuses to run it (pulumi-kubernetes-operator v2.9.0
+ * operator/internal/controller/pulumi/git.go: `missing "commit" or "branch"`).
+ */
+export function stackManifest(p: Pipeline, s: EnvironmentStage) {
   const env = p.environments[s.environment]!;
   const spec: pko.StackSpec = {
     stack: `${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
     projectRepo: p.source.repoURL,
     repoDir: p.source.programDir,
-    commit,
     gitAuth: {
       accessToken: { type: "Secret", secret: { name: p.stacks.gitCredentialsSecret, key: "accessToken" } },
     },
@@ -285,12 +381,28 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage, commit: string) 
         secret: { name: p.stacks.accessTokenSecret, key: "accessToken" },
       },
     },
-    config: env.config,
-    // Previews share the update stage's Pulumi stack and must never destroy it.
+    // Config comes from Pulumi.<stack>.yaml at the promoted commit, never from here.
+    // Previews refresh like their update does (PKO passes `refresh` to preview too: v2.9.0
+    // agent/pkg/server/server.go), so a preview shows what the update will do. They share the update
+    // stage's Pulumi stack and must never destroy it.
+    refresh: true,
     ...(s.kind === "preview"
       ? { preview: true, destroyOnFinalize: false }
-      : { refresh: true, destroyOnFinalize: env.ephemeral }),
-    workspaceTemplate: { spec: { image: p.stacks.workspaceImage, securityProfile: "restricted" } },
+      : { destroyOnFinalize: env.ephemeral }),
+    // After a successful run the workspace pod goes; a failed one stays for its logs (v2.9.0
+    // operator/internal/controller/pulumi/stack_controller.go).
+    workspaceReclaimPolicy: "Delete",
+    workspaceTemplate: {
+      spec: {
+        image: p.stacks.workspaceImage,
+        securityProfile: "restricted",
+        // PKO's agent caps its own memory at the request (v2.9.0 workspace_controller.go AGENT_MEMLIMIT).
+        resources: p.stacks.workspaceResources,
+        // The restricted profile runs as uid 1000, which has no home directory in pulumi-base; the shared
+        // volume is writable.
+        env: [{ name: "PULUMI_HOME", value: "/share/.pulumi" }],
+      },
+    },
   };
   return {
     apiVersion: "pulumi.com/v1",

@@ -2,6 +2,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { pipeline as definition } from "../../kargo/pipeline";
+import { freightPaths, stageBranch } from "./derive";
 import { topologicalOrder, upstreamOf, validatePipeline, type Pipeline } from "./model";
 
 const id = (name: string) => name.replace(/[^A-Za-z0-9]/g, "_");
@@ -10,14 +11,16 @@ const id = (name: string) => name.replace(/[^A-Za-z0-9]/g, "_");
 export function pipelineMermaid(p: Pipeline): string {
   const lines = [
     "flowchart TD",
-    `  warehouse[("Warehouse: ${p.source.includePaths.join(", ")} on ${p.source.branch}")]`,
+    `  warehouse[("Warehouse: ${freightPaths(p).join(", ")} on ${p.source.branch}")]`,
   ];
   for (const s of topologicalOrder(p.stages)) {
     if (s.kind === "gate") {
       lines.push(`  ${id(s.name)}{{"${s.name}<br/>approved by ${s.approvers.join(", ")}"}}`);
     } else {
       const command = s.kind === "preview" ? "pulumi preview" : "pulumi up";
-      lines.push(`  ${id(s.name)}["${s.name}<br/>${command} ${p.environments[s.environment]!.pulumiStack}"]`);
+      lines.push(
+        `  ${id(s.name)}["${s.name}<br/>${command} ${p.environments[s.environment]!.pulumiStack}<br/>branch ${stageBranch(s.name)}"]`,
+      );
     }
     const upstream = upstreamOf(s);
     if (upstream.length === 0) lines.push(`  warehouse --> ${id(s.name)}`);

@@ -5,6 +5,9 @@ import { z } from "zod";
 export const MAX_STACK_NAME = 42;
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const quantity = z
+  .string()
+  .regex(/^\d+(m|Mi|Gi)?$/, 'must be a Kubernetes quantity such as "250m" or "640Mi"');
 const duration = z.string().regex(/^\d+(s|m|h)$/, 'must be a duration such as "10s", "5m" or "1h"');
 
 const environment = z.strictObject({
@@ -12,8 +15,6 @@ const environment = z.strictObject({
   pulumiStack: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi stack name"),
   /** Destroy the environment's resources when its update Stack is deleted. Never for long-lived ones. */
   ephemeral: z.boolean().default(false),
-  /** Stack config of the promoted program in this environment (e.g. `aws:region`). */
-  config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
 });
 
 const stageBase = {
@@ -39,7 +40,7 @@ const stage = z.discriminatedUnion("kind", [
 export const pipelineSchema = z.strictObject({
   /** Kargo project, and so the namespace its objects live in. */
   project: z.string().regex(dnsLabel, "must be a DNS label"),
-  /** The promoted program's repository: the Warehouse subscribes to it, promotions commit `stacks/` to it. */
+  /** The promoted program's repository: the Warehouse subscribes to `branch`; promotions push only `stage/*`. */
   source: z.strictObject({
     repoURL: z.string().regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be an HTTPS git URL"),
     branch: z.string().min(1),
@@ -64,6 +65,14 @@ export const pipelineSchema = z.strictObject({
     gitCredentialsSecret: z.string().regex(dnsLabel, "must be a DNS label"),
     /** Pinned workspace image (the Pulumi CLI the operator runs). */
     workspaceImage: z.string().regex(/^[\w.\-/]+:[\w.-]+$/, "must be an image with a pinned tag"),
+    /**
+     * Each workspace pod (`pulumi preview`/`up` with the program's providers). PKO defaults to 100m/64Mi and
+     * caps its agent's memory at the request, far too little for the AWS provider.
+     */
+    workspaceResources: z.strictObject({
+      requests: z.strictObject({ cpu: quantity, memory: quantity }),
+      limits: z.strictObject({ memory: quantity }),
+    }),
   }),
   environments: z.record(z.string(), environment),
   stages: z.array(stage),

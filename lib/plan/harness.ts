@@ -32,7 +32,12 @@ export interface PlannedResource {
   provider: string | null;
   dependsOn: string[];
   inputs: Record<string, unknown>;
-  options: { protect: boolean; retainOnDelete: boolean; deleteBeforeReplace: boolean };
+  options: {
+    protect: boolean;
+    retainOnDelete: boolean;
+    deleteBeforeReplace: boolean;
+    ignoreChanges: string[];
+  };
   /** Keys of each input map that is secret as a whole (a Secret's `stringData`): listable, never readable. */
   secretKeys: Record<string, string[]>;
 }
@@ -84,6 +89,7 @@ interface RegisterRequest {
   getDependenciesList(): string[];
   getProtect(): boolean;
   getRetainondelete(): boolean;
+  getIgnorechangesList(): string[];
   getDeletebeforereplace(): boolean;
   getAdditionalsecretoutputsList(): string[];
 }
@@ -150,6 +156,7 @@ class RecordingMonitor extends MockMonitor {
             protect: Boolean(req.getProtect()),
             retainOnDelete: Boolean(req.getRetainondelete()),
             deleteBeforeReplace: Boolean(req.getDeletebeforereplace()),
+            ignoreChanges: [...req.getIgnorechangesList()].sort(),
           },
           secretKeys: keysOfSecretMaps(raw),
         });
