@@ -24,9 +24,23 @@ export const pipeline: PipelineInput = {
     workspaceImage: "pulumi/pulumi:3.270.0-nonroot",
   },
   environments: {
-    dev: { pulumiStack: "dev", config: { "aws:region": "us-west-2" } },
-    dev2: { pulumiStack: "dev2", config: { "aws:region": "us-east-2" } },
-    qa: { pulumiStack: "qa", config: { "aws:region": "us-west-2" } },
+    // Every environment is protected (not ephemeral): a preview that would delete or replace anything stops
+    // there until someone in destructiveChangeApprovers approves that Freight for the update stage.
+    dev: {
+      pulumiStack: "dev",
+      config: { "aws:region": "us-west-2" },
+      destructiveChangeApprovers: ["dev-approvers"],
+    },
+    dev2: {
+      pulumiStack: "dev2",
+      config: { "aws:region": "us-east-2" },
+      destructiveChangeApprovers: ["dev-approvers"],
+    },
+    qa: {
+      pulumiStack: "qa",
+      config: { "aws:region": "us-west-2" },
+      destructiveChangeApprovers: ["qa-approvers"],
+    },
   },
   stages: [
     { name: "approvalgatedev", kind: "gate", from: "warehouse", approvers: ["dev-approvers"] },

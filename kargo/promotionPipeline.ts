@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { argocd, kargo, rollouts } from "../lib/crds";
 import {
+  analysisTemplateKinds,
   analysisTemplateSpec,
   applicationSpec,
   approverRoles,
@@ -110,7 +111,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       },
       inProject,
     );
-    const templates = (["preview", "update"] as const).map(
+    const templates = analysisTemplateKinds(p).map(
       (kind) =>
         new rollouts.AnalysisTemplate(
           names.analysis[kind],

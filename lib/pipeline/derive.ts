@@ -6,6 +6,7 @@ import type * as kargo from "../crds/generated/kargo";
 import type * as pko from "../crds/generated/pko";
 import type * as rollouts from "../crds/generated/rollouts";
 import {
+  isProtected,
   stackObjectName,
   upstreamOf,
   type EnvironmentStage,
@@ -18,7 +19,11 @@ import {
 export const names = {
   warehouse: "program",
   promotionTask: "promote-stack",
-  analysis: { preview: "pulumi-preview", update: "pulumi-update" },
+  analysis: {
+    preview: "pulumi-preview",
+    protectedPreview: "pulumi-preview-protected",
+    update: "pulumi-update",
+  },
   /** In the Kargo project namespace: the git credentials Kargo pushes with, the token verification reads. */
   gitCredentials: "git-credentials",
   verificationToken: "pulumi-api-token",
@@ -29,7 +34,9 @@ export const names = {
 /** `spec.commit` of a Stack no promotion has reached yet: no such commit exists, so PKO can never run it. */
 export const NO_COMMIT = "0000000000000000000000000000000000000000";
 
-const freightCommit = (p: Pipeline) => `\${{ commitFrom("${p.source.repoURL}").ID }}`;
+// Kargo turns an expression result that parses as a number into a number, and an AnalysisRun arg must be a
+// string: quote() keeps an all-digit commit ID a string (akuity/kargo v1.11.2 pkg/expressions/json_templates.go).
+const freightCommit = (p: Pipeline) => `\${{ quote(commitFrom("${p.source.repoURL}").ID) }}`;
 
 export const isGate = (s: Stage): s is GateStage => s.kind === "gate";
 export const environmentStages = (p: Pipeline) => p.stages.filter((s): s is EnvironmentStage => !isGate(s));
@@ -155,7 +162,7 @@ export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
     requestedFreight: requestedFreight(s),
     promotionTemplate: { spec: { steps: [{ task: { kind: "PromotionTask", name: names.promotionTask } }] } },
     verification: {
-      analysisTemplates: [{ kind: "AnalysisTemplate", name: names.analysis[s.kind] }],
+      analysisTemplates: [{ kind: "AnalysisTemplate", name: analysisTemplateName(p, s) }],
       args: [
         { name: "stack", value: p.environments[s.environment]!.pulumiStack },
         { name: "commit", value: freightCommit(p) },
@@ -167,24 +174,110 @@ export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
 const seconds = (d: string) =>
   Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
 
+export type AnalysisTemplateKind = keyof typeof names.analysis;
+
+/** The template verifying a stage: previews of protected environments also stop on deletes and replaces. */
+export function analysisTemplateName(p: Pipeline, s: EnvironmentStage): string {
+  if (s.kind === "update") return names.analysis.update;
+  return isProtected(p.environments[s.environment]!)
+    ? names.analysis.protectedPreview
+    : names.analysis.preview;
+}
+
+/** The AnalysisTemplates the pipeline's stages use, each once. */
+export function analysisTemplateKinds(p: Pipeline): AnalysisTemplateKind[] {
+  const used = new Set(environmentStages(p).map((s) => analysisTemplateName(p, s)));
+  return (Object.keys(names.analysis) as AnalysisTemplateKind[]).filter((k) => used.has(names.analysis[k]));
+}
+
+/** Operations on the stack whose result a stage waits for: what Pulumi Cloud records for each. */
+export type DestructiveOperation = "delete" | "replace";
+export const destructiveOperations: DestructiveOperation[] = ["delete", "replace"];
+
+/**
+ * successCondition/failureCondition of each verification metric, in expr-lang over `result`, the whole
+ * decoded answer of Pulumi Cloud (a web metric without jsonPath gets the body, argo-rollouts v1.9.0
+ * metricproviders/webmetric/webmetric.go). The rule: the newest operation of the template's kind whose
+ * `git.head` is the promoted commit decides; anything else (not there yet, running, null fields, another
+ * commit) is neither, so the metric keeps polling instead of erroring. Only the subset expr 1.8.9 and 1.15.5
+ * share: no `?.`, `??`, `find` or `get`, and every field is checked for nil before it is read.
+ */
+export function verificationConditions(
+  kind: "preview" | "update",
+  commit = "{{args.commit}}",
+): {
+  operation: { success: string; failure: string };
+  destructive: Record<DestructiveOperation, { success: string; failure: string }>;
+} {
+  // The updates list comes in the CLI format (UpdateInfo fields at the top); previews in the service format
+  // (under `info`), pulumi/pulumi sdk/go/common/apitype/history.go.
+  const info = kind === "preview" ? "#.info" : "#";
+  const matches = [
+    "# != nil",
+    ...(kind === "preview" ? ["#.info != nil"] : [`#.kind == "update"`]),
+    `${info}.environment != nil`,
+    `${info}.environment["git.head"] == "${commit}"`,
+  ].join(" && ");
+  const forCommit = `filter(result.updates, {${matches}})`;
+  const newest = `${forCommit}[0]${kind === "preview" ? ".info" : ""}`;
+  const found = `result != nil && result.updates != nil && len(${forCommit}) > 0`;
+  const succeeded = `${found} && ${newest}.result == "succeeded"`;
+  const changes = `${newest}.resourceChanges`;
+  const wouldDo = (op: DestructiveOperation) =>
+    `${changes} != nil && ${changes}["${op}"] != nil && ${changes}["${op}"] > 0`;
+  return {
+    operation: { success: succeeded, failure: `${found} && ${newest}.result == "failed"` },
+    destructive: Object.fromEntries(
+      destructiveOperations.map((op) => [
+        op,
+        { success: `${succeeded} && !(${wouldDo(op)})`, failure: `${succeeded} && ${wouldDo(op)}` },
+      ]),
+    ) as Record<DestructiveOperation, { success: string; failure: string }>,
+  };
+}
+
 /**
  * Verification of a preview or an update: poll Pulumi Cloud for the operation on the stage's stack whose
- * `git.head` is the promoted commit, newest first, and end as soon as it has succeeded or failed.
+ * `git.head` is the promoted commit, and end as soon as it has succeeded or failed. A protected
+ * environment's preview also fails when it would delete or replace anything: one metric per operation, so
+ * the AnalysisRun's message (`Metric "no-deletes" assessed Failed ...`) says which.
  */
-export function analysisTemplateSpec(p: Pipeline, kind: "preview" | "update"): rollouts.AnalysisTemplateSpec {
+export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): rollouts.AnalysisTemplateSpec {
   const v = p.verification;
+  const operation = kind === "update" ? "update" : "preview";
   const count = Math.ceil(
-    seconds(kind === "preview" ? v.previewTimeout : v.updateTimeout) / seconds(v.interval),
+    seconds(operation === "preview" ? v.previewTimeout : v.updateTimeout) / seconds(v.interval),
   );
-  // The update list is the CLI format (fields at the top); previews come in the service format (under info).
-  const field = (name: string) => (kind === "preview" ? `#.info.${name}` : `#.${name}`);
-  const forCommit = `filter(result, {${kind === "update" ? `${field("kind")} == "update" && ` : ""}${field("environment")}["git.head"] == "{{args.commit}}"})`;
-  const newestIs = (state: string) =>
-    `len(${forCommit}) > 0 && ${forCommit}[0]${kind === "preview" ? ".info" : ""}.result == "${state}"`;
   const path =
-    kind === "preview"
+    operation === "preview"
       ? `updates/latest/previews?asc=false&pageSize=${v.pageSize}&page=1`
       : `updates?pageSize=${v.pageSize}&page=1`;
+  const conditions = verificationConditions(operation);
+  const metric = (name: string, condition: { success: string; failure: string }) => ({
+    name,
+    initialDelay: v.initialDelay,
+    interval: v.interval,
+    count,
+    // Not found yet or still running is neither success nor failure: keep polling until `count`.
+    inconclusiveLimit: count,
+    // Errors are only Pulumi Cloud being unreachable or answering non-2xx: the run ends in Error after 7 in a
+    // row (it errors when the count exceeds the limit, argo-rollouts v1.9.0 analysis/analysis.go).
+    consecutiveErrorLimit: 6,
+    failureLimit: 0,
+    consecutiveSuccessLimit: 1,
+    successCondition: condition.success,
+    failureCondition: condition.failure,
+    provider: {
+      web: {
+        url: `{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/${path}`,
+        headers: [
+          { key: "Authorization", value: "token {{args.token}}" },
+          { key: "Accept", value: "application/vnd.pulumi+8" },
+        ],
+        timeoutSeconds: 10,
+      },
+    },
+  });
   return {
     args: [
       { name: "stack" },
@@ -195,30 +288,10 @@ export function analysisTemplateSpec(p: Pipeline, kind: "preview" | "update"): r
       { name: "token", valueFrom: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } } },
     ],
     metrics: [
-      {
-        name: `pulumi-${kind}`,
-        initialDelay: v.initialDelay,
-        interval: v.interval,
-        count,
-        // Not found yet or still running is neither success nor failure: keep polling until `count`.
-        inconclusiveLimit: count,
-        consecutiveErrorLimit: 6,
-        failureLimit: 0,
-        consecutiveSuccessLimit: 1,
-        successCondition: newestIs("succeeded"),
-        failureCondition: newestIs("failed"),
-        provider: {
-          web: {
-            url: `{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/${path}`,
-            headers: [
-              { key: "Authorization", value: "token {{args.token}}" },
-              { key: "Accept", value: "application/vnd.pulumi+8" },
-            ],
-            jsonPath: "{$.updates}",
-            timeoutSeconds: 10,
-          },
-        },
-      },
+      metric(`pulumi-${operation}`, conditions.operation),
+      ...(kind === "protectedPreview"
+        ? destructiveOperations.map((op) => metric(`no-${op}s`, conditions.destructive[op]))
+        : []),
     ],
   };
 }
