@@ -9,6 +9,18 @@ import { pipeline as definition } from "./pipeline";
 import { programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
+import { githubRepository } from "../lib/pipeline/derive";
+import {
+  GitHubWebhook,
+  WEBHOOKS_LISTENER_PORT,
+  WEBHOOKS_NODE_PORT,
+  WebhookIngress,
+} from "./warehouseWebhook";
+
+/** Kargo's chart gives the webhooks server a self-signed certificate unless its values bring one. */
+const selfSignedWebhookCertificate = (values: Record<string, unknown>): boolean =>
+  (values.externalWebhooksServer as { tls?: { selfSignedCert?: boolean } } | undefined)?.tls
+    ?.selfSignedCert !== false;
 
 export = async () => {
   const config = loadKargoConfig();
@@ -20,6 +32,18 @@ export = async () => {
 
   const provider = clusterProvider(setup.kubeconfig);
   const awsProvider = new aws.Provider("aws", { region: setup.region as aws.Region });
+
+  const webhookIngress = new WebhookIngress(
+    "kargo-webhooks",
+    {
+      vpcId: setup.network.vpcId,
+      clusterSecurityGroupId: setup.network.clusterSecurityGroupId,
+      nodeAutoScalingGroupNames: setup.network.nodeAutoScalingGroupNames,
+      allowedCidrs: config.webhookAllowedCidrs,
+      tags,
+    },
+    { provider: awsProvider },
+  );
 
   const install = new KargoInstall("kargo", {
     provider,
@@ -35,6 +59,12 @@ export = async () => {
     argocdNamespace: setup.argocdNamespace,
     values: config.kargoValues,
     tags,
+    externalWebhooks: {
+      listenerPort: WEBHOOKS_LISTENER_PORT,
+      nodePort: WEBHOOKS_NODE_PORT,
+      securityGroupId: webhookIngress.securityGroupId,
+      targetGroupArn: webhookIngress.targetGroupArn,
+    },
   });
 
   const promotion = new PromotionPipeline(pipeline.project, {
@@ -46,6 +76,19 @@ export = async () => {
     git: { username: config.gitUsername, token: config.gitToken },
     pulumiAccessToken: setup.pulumiAccessToken,
   });
+
+  // Freight in seconds: GitHub tells the Warehouse about each push (polling stays as the fallback).
+  const webhookUrl = pulumi.interpolate`https://${install.host}:${WEBHOOKS_LISTENER_PORT}${promotion.webhookPath}`;
+  const repository = githubRepository(pipeline);
+  if (config.githubWebhook && repository) {
+    new GitHubWebhook("warehouse", {
+      repository,
+      token: config.gitToken,
+      url: webhookUrl,
+      secret: promotion.webhookSecret,
+      insecureSsl: selfSignedWebhookCertificate(config.kargoValues),
+    });
+  }
 
   // The stacks' IRSA role gets exactly what the promoted program needs.
   new aws.iam.RolePolicy(
@@ -61,5 +104,8 @@ export = async () => {
     kargoOidcClientId: install.oidcClientId,
     kargoProject: promotion.namespace,
     stages: promotion.stageNames,
+    githubWebhookUrl: webhookUrl,
+    githubWebhookSecret: promotion.webhookSecret,
+    githubWebhookRegistered: Boolean(config.githubWebhook && repository),
   };
 };

@@ -1,5 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
 import { argocd, kargo, rollouts } from "../lib/crds";
 import {
   analysisTemplateKinds,
@@ -7,6 +8,7 @@ import {
   applicationSpec,
   approverRoles,
   environmentStages,
+  githubWebhookPath,
   names,
   projectConfigSpec,
   promotionTaskSpec,
@@ -34,6 +36,9 @@ export interface PromotionPipelineArgs {
 export class PromotionPipeline extends pulumi.ComponentResource {
   readonly namespace: pulumi.Output<string>;
   readonly stageNames: string[];
+  /** The shared secret of the Warehouse's GitHub webhook receiver, and the path Kargo serves it at. */
+  readonly webhookSecret: pulumi.Output<string>;
+  readonly webhookPath: pulumi.Output<string>;
 
   constructor(name: string, args: PromotionPipelineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:kargo:PromotionPipeline", name, {}, opts);
@@ -97,6 +102,25 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       },
       k8sOpts,
     );
+
+    // The GitHub webhook receiver's shared secret, in the `secret` key Kargo reads
+    // (akuity/kargo v1.11.2 pkg/webhook/external/github.go).
+    const webhookSecret = new random.RandomPassword(
+      `${name}-github-webhook`,
+      { length: 40, special: false },
+      { parent: this },
+    );
+    new k8s.core.v1.Secret(
+      `${name}-github-webhook`,
+      {
+        metadata: { name: names.webhookSecret, namespace: ns },
+        stringData: { secret: webhookSecret.result },
+      },
+      inProject,
+    );
+    this.webhookSecret = webhookSecret.result;
+    // The path is a hash of the secret and gives nothing of it away.
+    this.webhookPath = pulumi.unsecret(webhookSecret.result.apply((secret) => githubWebhookPath(p, secret)));
 
     const warehouse = new kargo.Warehouse(
       names.warehouse,

@@ -271,6 +271,7 @@ describe("kargo project", () => {
     expect(secrets.map((s) => `${s.metadata.namespace}/${s.metadata.name}`).sort()).toEqual([
       "argocd/infra-repository",
       "infra/git-credentials",
+      "infra/github-webhook",
       "infra/pulumi-api-token",
       "pulumi-stacks/git-credentials",
     ]);
@@ -292,7 +293,7 @@ describe("kargo project", () => {
         tokenSigningKey: "[secret]",
         tokenTTL: "24h",
       });
-      expect(plan.upstream.secretOutputNames).toEqual(["kargoAdminPassword"]);
+      expect(plan.upstream.secretOutputNames.sort()).toEqual(["githubWebhookSecret", "kargoAdminPassword"]);
     });
 
     it("signs in with a public Cognito client, the same for UI and CLI, admins by group claim", () => {
@@ -324,11 +325,11 @@ describe("kargo project", () => {
         subnets: setup.outputs.publicSubnetIds,
       });
       expect(values().api.service).toEqual({ type: "NodePort", nodePort: 30443 });
-      expect(one(plan, "aws:lb/targetGroup:TargetGroup").inputs).toMatchObject({
+      expect(one(plan, "aws:lb/targetGroup:TargetGroup", "kargo").inputs).toMatchObject({
         port: 30443,
         targetType: "instance",
       });
-      expect(one(plan, "aws:autoscaling/attachment:Attachment").inputs.autoscalingGroupName).toBe(
+      expect(one(plan, "aws:autoscaling/attachment:Attachment", "kargo").inputs.autoscalingGroupName).toBe(
         (setup.outputs.nodeAutoScalingGroupNames as string[])[0],
       );
       expect(plan.outputs.kargoUrl).toBe(`https://${plan.outputs.kargoLoadBalancerHostname}`);

@@ -1,6 +1,7 @@
 // Everything Kargo, Argo CD and PKO need, derived from the one pipeline definition. Pure functions over
 // plain data: the kargo program turns them into typed resources, `npm run stacks` into stacks/ files, and
 // the tests read them directly.
+import { createHash } from "node:crypto";
 import type * as argocd from "../crds/generated/argocd";
 import type * as kargo from "../crds/generated/kargo";
 import type * as pko from "../crds/generated/pko";
@@ -27,6 +28,9 @@ export const names = {
   /** In the Kargo project namespace: the git credentials Kargo pushes with, the token verification reads. */
   gitCredentials: "git-credentials",
   verificationToken: "pulumi-api-token",
+  /** The Warehouse's GitHub webhook receiver, and the Secret holding its shared secret. */
+  webhookReceiver: "github",
+  webhookSecret: "github-webhook",
   /** Workspace where a promotion clones the repository. */
   checkout: "./repo",
 } as const;
@@ -67,14 +71,35 @@ export function warehouseSpec(p: Pipeline): kargo.WarehouseSpec {
   };
 }
 
-/** Every environment stage promotes itself; a gate never does, so only an approver moves Freight into it. */
+/**
+ * Every environment stage promotes itself; a gate never does, so only an approver moves Freight into it. A
+ * GitHub push webhook makes the Warehouse look for Freight at once (its polling stays as the fallback).
+ */
 export function projectConfigSpec(p: Pipeline): kargo.ProjectConfigSpec {
   return {
     promotionPolicies: p.stages.map((s) => ({
       stageSelector: { name: s.name },
       autoPromotionEnabled: !isGate(s),
     })),
+    webhookReceivers: [{ name: names.webhookReceiver, github: { secretRef: { name: names.webhookSecret } } }],
   };
+}
+
+/**
+ * The path Kargo's external webhooks server serves a project's GitHub receiver at: `/github/` and the
+ * SHA-256 of project, receiver name and secret (akuity/kargo v1.11.2 pkg/webhook/external/receiver.go).
+ */
+export function githubWebhookPath(p: Pipeline, secret: string): string {
+  const hash = createHash("sha256")
+    .update(p.project + names.webhookReceiver + secret)
+    .digest("hex");
+  return `/github/${hash}`;
+}
+
+/** Owner and name of the pipeline's repository when it is on github.com (where a webhook can be registered). */
+export function githubRepository(p: Pipeline): { owner: string; name: string } | undefined {
+  const match = /^https:\/\/github\.com\/([^/]+)\/([^/]+?)(\.git)?\/?$/.exec(p.source.repoURL);
+  return match ? { owner: match[1]!, name: match[2]! } : undefined;
 }
 
 /** The steps every environment stage shares, parameterised by the stage it runs for. */

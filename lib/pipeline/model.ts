@@ -244,13 +244,7 @@ function destructiveChangeProblems(pipeline: Pipeline): string[] {
     const at = `environment "${name}"`;
     const previewed = pipeline.stages.some((s) => s.kind === "preview" && s.environment === name);
     const updated = pipeline.stages.some((s) => s.kind === "update" && s.environment === name);
-    if (!isProtected(env)) {
-      if (env.destructiveChangeApprovers.length > 0)
-        problems.push(
-          `${at}: destructiveChangeApprovers has no effect on an unprotected environment; remove it or set protected: true`,
-        );
-      continue;
-    }
+    if (!isProtected(env)) continue;
     if (updated && !previewed)
       problems.push(
         `${at}: is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false`,
