@@ -7,6 +7,7 @@ import {
   analysisTemplateSpec,
   applicationSpec,
   approverRoles,
+  destructiveChangeApproverRoles,
   environmentStages,
   githubWebhookPath,
   names,
@@ -200,6 +201,47 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         inProject,
       );
       // Read access to the project, through the viewer role Kargo creates in every project.
+      new k8s.rbac.v1.RoleBinding(
+        `${role.serviceAccount.name}-viewer`,
+        {
+          metadata: { name: `${role.serviceAccount.name}-viewer`, namespace: ns },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "kargo-viewer" },
+          subjects,
+        },
+        inProject,
+      );
+    }
+
+    // Destructive-change approvers: per protected environment, who may approve Freight for its update stage
+    // after its preview stopped on deletes or replaces; the update stage's auto-promotion then promotes it.
+    for (const role of destructiveChangeApproverRoles(p)) {
+      const account = new k8s.core.v1.ServiceAccount(
+        role.serviceAccount.name,
+        {
+          metadata: {
+            name: role.serviceAccount.name,
+            namespace: ns,
+            annotations: role.serviceAccount.annotations,
+          },
+        },
+        inProject,
+      );
+      const approver = new k8s.rbac.v1.Role(
+        role.serviceAccount.name,
+        { metadata: { name: role.serviceAccount.name, namespace: ns }, rules: role.rules },
+        inProject,
+      );
+      const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace: ns }];
+      new k8s.rbac.v1.RoleBinding(
+        role.serviceAccount.name,
+        {
+          metadata: { name: role.serviceAccount.name, namespace: ns },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: approver.metadata.name },
+          subjects,
+        },
+        inProject,
+      );
+      // Approving reads the Freight and the Stage as the user: the viewer role Kargo creates in every project.
       new k8s.rbac.v1.RoleBinding(
         `${role.serviceAccount.name}-viewer`,
         {

@@ -82,7 +82,42 @@ export function projectConfigSpec(p: Pipeline): kargo.ProjectConfigSpec {
       autoPromotionEnabled: !isGate(s),
     })),
     webhookReceivers: [{ name: names.webhookReceiver, github: { secretRef: { name: names.webhookSecret } } }],
+    stageLinks: stageLinks(p),
+    freightLinks: freightLinks(p),
   };
+}
+
+/**
+ * In the Kargo UI, each environment's preview and update stages link to its stack in Pulumi Cloud. Kargo
+ * evaluates `if` with expr-lang and `url` as a Go text/template, both over `{stage: <the Stage>}`
+ * (akuity/kargo v1.11.2 pkg/deeplinks/deeplinks.go).
+ */
+export function stageLinks(p: Pipeline): kargo.ProjectConfigSpec["stageLinks"] {
+  return Object.entries(p.environments).flatMap(([environment, env]) => {
+    const stages = environmentStages(p).filter((s) => s.environment === environment);
+    if (stages.length === 0) return [];
+    return [
+      {
+        title: `Pulumi stack ${env.pulumiStack}`,
+        description: `Previews and updates of ${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack} in Pulumi Cloud`,
+        url: `${p.pulumi.consoleUrl}/${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
+        if: `stage.metadata.name in [${stages.map((s) => JSON.stringify(s.name)).join(", ")}]`,
+      },
+    ];
+  });
+}
+
+/** Freight links to its commit, on the repository's web page (`/commit/<id>`, as GitHub serves it). */
+export function freightLinks(p: Pipeline): kargo.ProjectConfigSpec["freightLinks"] {
+  const web = p.source.repoURL.replace(/\.git$/, "");
+  return [
+    {
+      title: "Commit",
+      description: "The promoted program at this Freight's commit",
+      url: `${web}/commit/{{ (index .freight.commits 0).id }}`,
+      if: "freight.commits != nil && len(freight.commits) > 0",
+    },
+  ];
 }
 
 /**
@@ -345,6 +380,52 @@ export function approverRoles(p: Pipeline): ApproverRole[] {
       },
     ],
   }));
+}
+
+export interface DestructiveChangeApproverRole {
+  environment: string;
+  /** The update stage whose Freight they may approve. */
+  stage: string;
+  serviceAccount: { name: string; annotations: Record<string, string> };
+  rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+}
+
+/**
+ * Per protected environment: a ServiceAccount Kargo maps the destructive-change approver groups to, with
+ * exactly what Kargo's manual approval of Freight for the environment's update stage checks
+ * (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): `promote` on that Stage, and `patch` on
+ * `freights/status`, which the API server writes as the user (pkg/server/kubernetes/client.go). Freight names
+ * are generated, so the second cannot name them; Kargo's API reaches it only through an approval, which
+ * checks the first. No `create` on `promotions`: they approve, the update stage's auto-promotion promotes.
+ */
+export function destructiveChangeApproverRoles(p: Pipeline): DestructiveChangeApproverRole[] {
+  return Object.entries(p.environments).flatMap(([environment, env]) => {
+    const update = environmentStages(p).find((s) => s.kind === "update" && s.environment === environment);
+    if (!update || !isProtected(env) || env.destructiveChangeApprovers.length === 0) return [];
+    return [
+      {
+        environment,
+        stage: update.name,
+        serviceAccount: {
+          name: `destructive-approver-${update.name}`,
+          annotations: {
+            "rbac.kargo.akuity.io/claims": JSON.stringify({
+              "cognito:groups": env.destructiveChangeApprovers,
+            }),
+          },
+        },
+        rules: [
+          {
+            apiGroups: ["kargo.akuity.io"],
+            resources: ["stages"],
+            resourceNames: [update.name],
+            verbs: ["promote"],
+          },
+          { apiGroups: ["kargo.akuity.io"], resources: ["freights/status"], verbs: ["patch"] },
+        ],
+      },
+    ];
+  });
 }
 
 export function applicationSpec(
