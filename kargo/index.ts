@@ -2,6 +2,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
+import { githubRepository } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
 import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
@@ -9,7 +10,6 @@ import { pipeline as definition } from "./pipeline";
 import { programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
-import { githubRepository } from "../lib/pipeline/derive";
 import {
   GitHubWebhook,
   WEBHOOKS_LISTENER_PORT,

@@ -25,7 +25,9 @@ function build(): { binary?: string; missing?: string } {
   const binary = path.join(cache, `expr-${hash}`);
   if (!fs.existsSync(binary)) {
     fs.mkdirSync(cache, { recursive: true });
-    execFileSync("go", ["build", "-o", binary, "."], {
+    // Test files build in parallel workers: each builds its own file and renames it into place.
+    const built = `${binary}.${process.pid}`;
+    execFileSync("go", ["build", "-o", built, "."], {
       cwd: path.dirname(source),
       env: {
         ...process.env,
@@ -36,6 +38,7 @@ function build(): { binary?: string; missing?: string } {
       },
       stdio: ["ignore", "ignore", "inherit"],
     });
+    fs.renameSync(built, binary);
   }
   return { binary };
 }
