@@ -39,6 +39,16 @@ export const kargoConfigSchema = z.object({
     .min(1, 'must list at least one CIDR; ["0.0.0.0/0"] allows any address')
     .default(["0.0.0.0/0"]),
   kargoValues: z.record(z.string(), z.unknown()).default({}),
+  /**
+   * Register the Warehouse's push webhook on the pipeline's GitHub repository with gitToken (which then needs
+   * admin:repo_hook, or Webhooks: write); false only outputs its URL and secret, to add it by hand.
+   */
+  githubWebhook: z.boolean().default(true),
+  /** Who may deliver webhooks: GitHub's `hooks` ranges (https://api.github.com/meta), IPv4 as the load balancer. */
+  webhookAllowedCidrs: z
+    .array(cidr)
+    .min(1, "must list at least one CIDR")
+    .default(["192.30.252.0/22", "185.199.108.0/22", "140.82.112.0/20", "143.55.64.0/20"]),
 });
 
 // Hostname and zone come together: a zone alone has no name to certify.

@@ -1,5 +1,6 @@
 // `pulumi up` #3: Kargo, and the whole promotion pipeline declared in pipeline.ts.
 import * as aws from "@pulumi/aws";
+import * as github from "@pulumi/github";
 import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
 import { approverGroups, githubRepository } from "../lib/pipeline/derive";
@@ -10,11 +11,23 @@ import { pipeline as definition } from "./pipeline";
 import { programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
+import {
+  GitHubWebhook,
+  WEBHOOKS_LISTENER_PORT,
+  WEBHOOKS_NODE_PORT,
+  WebhookIngress,
+} from "./warehouseWebhook";
+
+/** Kargo's chart gives the webhooks server a self-signed certificate unless its values bring one. */
+const selfSignedWebhookCertificate = (values: Record<string, unknown>): boolean =>
+  (values.externalWebhooksServer as { tls?: { selfSignedCert?: boolean } } | undefined)?.tls
+    ?.selfSignedCert !== false;
 
 export = async () => {
   const config = loadKargoConfig();
   const pipeline = validatePipeline(definition);
-  githubRepository(pipeline.source.repoURL); // the stage branches are created through GitHub's API
+  // The stage branches are created, and the Warehouse's webhook registered, through GitHub's API.
+  const repository = githubRepository(pipeline.source.repoURL);
   const tags = platformTags();
 
   const setup = await readClusterSetup(config.clusterSetupStack);
@@ -22,6 +35,18 @@ export = async () => {
 
   const provider = clusterProvider(setup.kubeconfig);
   const awsProvider = new aws.Provider("aws", { region: setup.region as aws.Region });
+
+  const webhookIngress = new WebhookIngress(
+    "kargo-webhooks",
+    {
+      vpcId: setup.network.vpcId,
+      nodeSecurityGroupId: setup.network.nodeSecurityGroupId,
+      nodeAutoScalingGroupNames: setup.network.nodeAutoScalingGroupNames,
+      allowedCidrs: config.webhookAllowedCidrs,
+      tags,
+    },
+    { provider: awsProvider },
+  );
 
   const install = new KargoInstall("kargo", {
     provider,
@@ -40,8 +65,15 @@ export = async () => {
     argocdNamespace: setup.argocdNamespace,
     values: config.kargoValues,
     tags,
+    externalWebhooks: {
+      listenerPort: WEBHOOKS_LISTENER_PORT,
+      nodePort: WEBHOOKS_NODE_PORT,
+      securityGroupId: webhookIngress.securityGroupId,
+      targetGroupArn: webhookIngress.targetGroupArn,
+    },
   });
 
+  const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
   const promotion = new PromotionPipeline(pipeline.project, {
     provider,
     pipeline,
@@ -49,8 +81,21 @@ export = async () => {
     argocdNamespace: setup.argocdNamespace,
     argocdProject: setup.argocdProject,
     git: { username: config.gitUsername, token: config.gitToken },
+    github: { provider: githubProvider, repository },
     pulumiAccessToken: setup.pulumiAccessToken,
   });
+
+  // Freight in seconds: GitHub tells the Warehouse about each push (polling stays as the fallback).
+  const webhookUrl = pulumi.interpolate`https://${install.host}:${WEBHOOKS_LISTENER_PORT}${promotion.webhookPath}`;
+  if (config.githubWebhook) {
+    new GitHubWebhook("warehouse", {
+      repository,
+      provider: githubProvider,
+      url: webhookUrl,
+      secret: promotion.webhookSecret,
+      insecureSsl: selfSignedWebhookCertificate(config.kargoValues),
+    });
+  }
 
   // The stacks' IRSA role gets exactly what the promoted program needs.
   new aws.iam.RolePolicy(
@@ -67,5 +112,8 @@ export = async () => {
     ...(install.certificateArn ? { kargoCertificateArn: install.certificateArn } : {}),
     kargoProject: promotion.namespace,
     stages: promotion.stageNames,
+    githubWebhookUrl: webhookUrl,
+    githubWebhookSecret: promotion.webhookSecret,
+    githubWebhookRegistered: config.githubWebhook,
   };
 };

@@ -56,6 +56,13 @@ export interface KargoInstallArgs {
   argocdNamespace: pulumi.Input<string>;
   values?: Values;
   tags: Record<string, string>;
+  /** Kargo's external webhooks server on its own listener of the same load balancer (see WebhookIngress). */
+  externalWebhooks?: {
+    listenerPort: number;
+    nodePort: number;
+    securityGroupId: pulumi.Input<string>;
+    targetGroupArn: pulumi.Input<string>;
+  };
 }
 
 /**
@@ -115,7 +122,10 @@ export class KargoInstall extends pulumi.ComponentResource {
           .output(args.network.publicSubnetIds)
           .apply((ids) => ids.slice(0, args.loadBalancerZones)),
         enableCrossZoneLoadBalancing: true,
-        securityGroups: [lbSecurityGroup.id],
+        securityGroups: [
+          lbSecurityGroup.id,
+          ...(args.externalWebhooks ? [args.externalWebhooks.securityGroupId] : []),
+        ],
         tags: args.tags,
       },
       awsOpts,
@@ -205,6 +215,20 @@ export class KargoInstall extends pulumi.ComponentResource {
         awsOpts,
       );
     }
+    // Webhook deliveries: their own listener, forwarded to the external webhooks server's node port.
+    if (args.externalWebhooks) {
+      new aws.lb.Listener(
+        `${name}-webhooks`,
+        {
+          loadBalancerArn: loadBalancer.arn,
+          port: args.externalWebhooks.listenerPort,
+          protocol: "TCP",
+          defaultActions: [{ type: "forward", targetGroupArn: args.externalWebhooks.targetGroupArn }],
+          tags: args.tags,
+        },
+        awsOpts,
+      );
+    }
     this.loadBalancerHostname = loadBalancer.dnsName;
     this.host = args.hostname ? pulumi.output(args.hostname) : loadBalancer.dnsName;
 
@@ -264,6 +288,15 @@ export class KargoInstall extends pulumi.ComponentResource {
         },
       },
       controller: { argocd: { namespace: args.argocdNamespace } },
+      ...(args.externalWebhooks
+        ? {
+            // The host names the (self-signed) certificate, so it carries no port; the listener adds it.
+            externalWebhooksServer: {
+              host: this.host,
+              service: { type: "NodePort", nodePort: args.externalWebhooks.nodePort },
+            },
+          }
+        : {}),
     };
     const addon = new HelmAddon(
       { ...kargoChart, values: mergeValues(defaults, kargoSizing) },

@@ -30,9 +30,11 @@ export const pipeline: PipelineInput = {
   },
   // Each environment's config is Pulumi.<pulumiStack>.yaml beside the promoted program.
   environments: {
-    dev: { pulumiStack: "dev" },
-    dev2: { pulumiStack: "dev2" },
-    qa: { pulumiStack: "qa" },
+    // Every environment is protected (not ephemeral): a preview that would delete or replace anything stops
+    // there until someone in destructiveChangeApprovers approves that Freight for the update stage.
+    dev: { pulumiStack: "dev", destructiveChangeApprovers: ["dev-approvers"] },
+    dev2: { pulumiStack: "dev2", destructiveChangeApprovers: ["dev-approvers"] },
+    qa: { pulumiStack: "qa", destructiveChangeApprovers: ["qa-approvers"] },
   },
   stages: [
     { name: "approvalgatedev", kind: "gate", from: "warehouse", approvers: ["dev-approvers"] },

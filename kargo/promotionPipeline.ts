@@ -1,13 +1,16 @@
 import * as github from "@pulumi/github";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
 import { argocd, kargo, rollouts } from "../lib/crds";
 import {
+  analysisTemplateKinds,
   analysisTemplateSpec,
   applicationSpec,
   approverRoles,
+  destructiveChangeApproverRoles,
   environmentStages,
-  githubRepository,
+  githubWebhookPath,
   names,
   projectConfigSpec,
   promotionTaskSpec,
@@ -27,6 +30,8 @@ export interface PromotionPipelineArgs {
   argocdNamespace: string;
   argocdProject: string;
   git: { username: string; token: pulumi.Input<string> };
+  /** The pipeline's GitHub repository and a provider for it, which creates the stage branches. */
+  github: { provider: github.Provider; repository: { owner: string; name: string } };
   pulumiAccessToken: pulumi.Input<string>;
 }
 
@@ -38,6 +43,9 @@ export interface PromotionPipelineArgs {
 export class PromotionPipeline extends pulumi.ComponentResource {
   readonly namespace: pulumi.Output<string>;
   readonly stageNames: string[];
+  /** The shared secret of the Warehouse's GitHub webhook receiver, and the path Kargo serves it at. */
+  readonly webhookSecret: pulumi.Output<string>;
+  readonly webhookPath: pulumi.Output<string>;
 
   constructor(name: string, args: PromotionPipelineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:kargo:PromotionPipeline", name, {}, opts);
@@ -102,6 +110,25 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       k8sOpts,
     );
 
+    // The GitHub webhook receiver's shared secret, in the `secret` key Kargo reads
+    // (akuity/kargo v1.11.2 pkg/webhook/external/github.go).
+    const webhookSecret = new random.RandomPassword(
+      `${name}-github-webhook`,
+      { length: 40, special: false },
+      { parent: this },
+    );
+    new k8s.core.v1.Secret(
+      `${name}-github-webhook`,
+      {
+        metadata: { name: names.webhookSecret, namespace: ns },
+        stringData: { secret: webhookSecret.result },
+      },
+      inProject,
+    );
+    this.webhookSecret = webhookSecret.result;
+    // The path is a hash of the secret and gives nothing of it away.
+    this.webhookPath = pulumi.unsecret(webhookSecret.result.apply((secret) => githubWebhookPath(p, secret)));
+
     const warehouse = new kargo.Warehouse(
       names.warehouse,
       { metadata: { name: names.warehouse, namespace: ns }, spec: warehouseSpec(p) },
@@ -115,7 +142,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       },
       inProject,
     );
-    const templates = (["preview", "update"] as const).map(
+    const templates = analysisTemplateKinds(p).map(
       (kind) =>
         new rollouts.AnalysisTemplate(
           names.analysis[kind],
@@ -130,12 +157,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // written only by promotions; any other commit there would move the branch away from the revision Kargo
     // waits for (akuity/kargo v1.11.2 pkg/health/checker/builtin/argocd.go), hence ignoreChanges and
     // retainOnDelete (the branch keeps the stage's promotion history).
-    const repository = githubRepository(p.source.repoURL);
-    const githubProvider = new github.Provider(
-      `${name}-github`,
-      { owner: repository.owner, token: args.git.token },
-      { parent: this },
-    );
+    const { repository, provider: githubProvider } = args.github;
     const branches = environmentStages(p).map(
       (s) =>
         new github.RepositoryFile(
@@ -214,6 +236,47 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         inProject,
       );
       // Read access to the project, through the viewer role Kargo creates in every project.
+      new k8s.rbac.v1.RoleBinding(
+        `${role.serviceAccount.name}-viewer`,
+        {
+          metadata: { name: `${role.serviceAccount.name}-viewer`, namespace: ns },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "kargo-viewer" },
+          subjects,
+        },
+        inProject,
+      );
+    }
+
+    // Destructive-change approvers: per protected environment, who may approve Freight for its update stage
+    // after its preview stopped on deletes or replaces; the update stage's auto-promotion then promotes it.
+    for (const role of destructiveChangeApproverRoles(p)) {
+      const account = new k8s.core.v1.ServiceAccount(
+        role.serviceAccount.name,
+        {
+          metadata: {
+            name: role.serviceAccount.name,
+            namespace: ns,
+            annotations: role.serviceAccount.annotations,
+          },
+        },
+        inProject,
+      );
+      const approver = new k8s.rbac.v1.Role(
+        role.serviceAccount.name,
+        { metadata: { name: role.serviceAccount.name, namespace: ns }, rules: role.rules },
+        inProject,
+      );
+      const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace: ns }];
+      new k8s.rbac.v1.RoleBinding(
+        role.serviceAccount.name,
+        {
+          metadata: { name: role.serviceAccount.name, namespace: ns },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: approver.metadata.name },
+          subjects,
+        },
+        inProject,
+      );
+      // Approving reads the Freight and the Stage as the user: the viewer role Kargo creates in every project.
       new k8s.rbac.v1.RoleBinding(
         `${role.serviceAccount.name}-viewer`,
         {

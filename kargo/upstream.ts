@@ -104,6 +104,14 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
       );
     }
   }
+  // Destructive-change approvers are checked the same way as gate approvers.
+  for (const [name, env] of Object.entries(p.environments)) {
+    for (const group of env.destructiveChangeApprovers.filter((g) => !groups.includes(g))) {
+      problems.push(
+        `environment "${name}": destructive-change approver group "${group}" is not a Cognito group; cluster-setup has ${groups.join(", ")}`,
+      );
+    }
+  }
   if (problems.length > 0) {
     throw new pulumi.RunError(
       `The pipeline does not match the cluster-setup stack:\n${problems.map((p) => `  - ${p}`).join("\n")}`,

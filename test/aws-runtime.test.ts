@@ -64,22 +64,31 @@ describe("on AWS, for real", () => {
       expect(cluster.outputs).not.toHaveProperty("clusterSecurityGroupId");
       expect(setup.outputs.nodeSecurityGroupId).toBe(eksCreated);
 
-      const rule = one(kargo, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").inputs;
+      const rule = one(
+        kargo,
+        "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+        "kargo-lb-to-nodes",
+      ).inputs;
       expect(rule).toMatchObject({ securityGroupId: eksCreated, fromPort: 30443, toPort: 30443 });
     });
 
     it("attaches the target group to every Auto Scaling group of the node group", async () => {
       const groups = ["eks-platform-nodes-a", "eks-platform-nodes-b"];
       const twoGroups = await planKargoAgainst(chain, (o) => ({ ...o, nodeAutoScalingGroupNames: groups }));
-      const targetGroup = one(twoGroups, "aws:lb/targetGroup:TargetGroup");
-      const attachments = ofType(twoGroups, "aws:autoscaling/attachment:Attachment");
+      const targetGroup = one(twoGroups, "aws:lb/targetGroup:TargetGroup", "kargo");
+      // The Kargo API's attachments (the webhook listener's target group has its own, webhook.test.ts).
+      const api = (plan: typeof kargo) =>
+        ofType(plan, "aws:autoscaling/attachment:Attachment").filter(
+          (a) => !a.name.startsWith("kargo-webhooks-"),
+        );
+      const attachments = api(twoGroups);
       expect(attachments.map((a) => a.inputs.autoscalingGroupName).sort()).toEqual(groups);
       for (const a of attachments) expect(a.inputs.lbTargetGroupArn).toMatch(/:targetgroup\/kargo\//);
       expect(targetGroup.inputs).toMatchObject({ protocol: "TCP", port: 30443 });
       // The default chain: EKS runs a managed node group in one Auto Scaling group.
-      expect(
-        ofType(kargo, "aws:autoscaling/attachment:Attachment").map((a) => a.inputs.autoscalingGroupName),
-      ).toEqual(setup.outputs.nodeAutoScalingGroupNames);
+      expect(api(kargo).map((a) => a.inputs.autoscalingGroupName)).toEqual(
+        setup.outputs.nodeAutoScalingGroupNames,
+      );
     });
   });
 
@@ -269,10 +278,10 @@ describe("on AWS, for real", () => {
     });
 
     it("terminates TLS at the load balancer with it and re-encrypts to the API", () => {
-      const listener = one(tls, "aws:lb/listener:Listener").inputs;
+      const listener = one(tls, "aws:lb/listener:Listener", "kargo").inputs;
       expect(listener).toMatchObject({ port: 443, protocol: "TLS" });
       expect(listener.certificateArn).toMatch(/^arn:aws:acm:us-west-2:\d{12}:certificate\//);
-      expect(one(tls, "aws:lb/targetGroup:TargetGroup").inputs.protocol).toBe("TLS");
+      expect(one(tls, "aws:lb/targetGroup:TargetGroup", "kargo").inputs.protocol).toBe("TLS");
       expect(tls.outputs.kargoCertificateArn).toBe(listener.certificateArn);
       const values = one(tls, "kubernetes:helm.sh/v3:Release").inputs.values as any;
       expect(values.api.host).toBe("kargo.example.com");
@@ -289,7 +298,10 @@ describe("on AWS, for real", () => {
     it("keeps the self-signed pass-through without a domain", () => {
       expect(ofType(kargo, "aws:acm/certificate:Certificate")).toEqual([]);
       expect(ofType(kargo, "aws:route53/record:Record")).toEqual([]);
-      expect(one(kargo, "aws:lb/listener:Listener").inputs).toMatchObject({ port: 443, protocol: "TCP" });
+      expect(one(kargo, "aws:lb/listener:Listener", "kargo").inputs).toMatchObject({
+        port: 443,
+        protocol: "TCP",
+      });
     });
 
     it.each([

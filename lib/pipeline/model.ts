@@ -15,6 +15,14 @@ const environment = z.strictObject({
   pulumiStack: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi stack name"),
   /** Destroy the environment's resources when its update Stack is deleted. Never for long-lived ones. */
   ephemeral: z.boolean().default(false),
+  /**
+   * A preview that would delete or replace anything fails verification, so nothing auto-promotes into this
+   * environment's update stage until a destructive-change approver approves the Freight for it. Default:
+   * protected unless `ephemeral`.
+   */
+  protected: z.boolean().optional(),
+  /** Cognito groups whose members may let a destructive change through to a protected environment. */
+  destructiveChangeApprovers: z.array(z.string().min(1)).default([]),
 });
 
 const stageBase = {
@@ -55,6 +63,8 @@ export const pipelineSchema = z.strictObject({
     organization: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi organization name"),
     project: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi project name"),
     apiUrl: z.string().url().default("https://api.pulumi.com"),
+    /** Pulumi Cloud's web console, where the Kargo UI links every environment stage to its stack. */
+    consoleUrl: z.string().url().default("https://app.pulumi.com"),
   }),
   /** How the PKO Stack manifests in `stacks/` run: must match the cluster-setup project's outputs. */
   stacks: z.strictObject({
@@ -227,8 +237,33 @@ export function validatePipeline(input: unknown): Pipeline {
       }
     }
   }
+  if (problems.length === 0) problems.push(...destructiveChangeProblems(pipeline));
   if (problems.length > 0) throw new PipelineError(problems);
   return pipeline;
+}
+
+/** Whether destructive changes to an environment stop at its preview (protected unless ephemeral). */
+export const isProtected = (env: Pipeline["environments"][string]): boolean =>
+  env.protected ?? !env.ephemeral;
+
+/** A protected environment needs a preview that can stop a destructive change, and someone who may let it through. */
+function destructiveChangeProblems(pipeline: Pipeline): string[] {
+  const problems: string[] = [];
+  for (const [name, env] of Object.entries(pipeline.environments)) {
+    const at = `environment "${name}"`;
+    const previewed = pipeline.stages.some((s) => s.kind === "preview" && s.environment === name);
+    const updated = pipeline.stages.some((s) => s.kind === "update" && s.environment === name);
+    if (!isProtected(env)) continue;
+    if (updated && !previewed)
+      problems.push(
+        `${at}: is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false`,
+      );
+    if (updated && env.destructiveChangeApprovers.length === 0)
+      problems.push(
+        `${at}: is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false${env.ephemeral ? "" : " or ephemeral: true"})`,
+      );
+  }
+  return problems;
 }
 
 function findCycle(stages: Stage[]): string[] | undefined {

@@ -1,0 +1,249 @@
+// Destructive changes stop at the preview of a protected environment until a named approver lets that
+// Freight through, and every stage links to its Pulumi stack, every Freight to its commit.
+import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
+import {
+  analysisTemplateKinds,
+  approverRoles,
+  destructiveChangeApproverRoles,
+  environmentStages,
+  freightLinks,
+  projectConfigSpec,
+  stageLinks,
+  stageSpec,
+} from "../lib/pipeline/derive";
+import { validatePipeline, type PipelineInput } from "../lib/pipeline/model";
+import { kubernetesObjects } from "../lib/plan/output";
+import { planChain } from "../lib/plan/projects";
+import { describeWithExpr, evaluateAll } from "./expr-engine";
+
+type Obj = { kind: string; metadata: Record<string, any>; [k: string]: any };
+const pipeline = validatePipeline(definition);
+const withEnvironments = (envs: Partial<Record<string, Partial<PipelineInput["environments"][string]>>>) =>
+  ({
+    ...definition,
+    environments: Object.fromEntries(
+      Object.entries(definition.environments).map(([name, env]) => [name, { ...env, ...envs[name] }]),
+    ),
+  }) as PipelineInput;
+const problemsOf = (input: PipelineInput): string => {
+  try {
+    validatePipeline(input);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error("the pipeline was accepted");
+};
+
+describe("which previews stop on destructive changes", () => {
+  it("protects every environment unless it is ephemeral or says protected: false", () => {
+    const templateOf = (p: ReturnType<typeof validatePipeline>, stage: string) =>
+      stageSpec(
+        p,
+        p.stages.find((s) => s.name === stage)!,
+      ).verification!.analysisTemplates![0]!.name;
+    expect(environmentStages(pipeline).map((s) => templateOf(pipeline, s.name))).toEqual(
+      environmentStages(pipeline).map((s) =>
+        s.kind === "preview" ? "pulumi-preview-protected" : "pulumi-update",
+      ),
+    );
+    // The plan holds only the templates stages use: no unprotected preview template by default.
+    expect(analysisTemplateKinds(pipeline).sort()).toEqual(["protectedPreview", "update"]);
+
+    const mixed = validatePipeline(
+      withEnvironments({ dev: { ephemeral: true }, dev2: { protected: false } }),
+    );
+    expect(templateOf(mixed, "devpreview")).toBe("pulumi-preview");
+    expect(templateOf(mixed, "dev2preview")).toBe("pulumi-preview");
+    expect(templateOf(mixed, "qapreview")).toBe("pulumi-preview-protected");
+    expect(analysisTemplateKinds(mixed).sort()).toEqual(["preview", "protectedPreview", "update"]);
+    // An ephemeral environment can still be protected explicitly.
+    const explicit = validatePipeline(withEnvironments({ dev: { ephemeral: true, protected: true } }));
+    expect(templateOf(explicit, "devpreview")).toBe("pulumi-preview-protected");
+  });
+
+  it("rejects a protected environment nobody may approve, or whose destructive changes no preview would catch", () => {
+    expect(problemsOf(withEnvironments({ qa: { destructiveChangeApprovers: [] } }))).toContain(
+      'environment "qa": is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false or ephemeral: true)',
+    );
+    const noPreview = {
+      ...definition,
+      stages: definition.stages
+        .filter((s) => s.name !== "qapreview")
+        .map((s) =>
+          s.name === "qa" ? { ...s, from: ["approvalgateqa", "approvalgateqasec"], requireAll: true } : s,
+        ),
+    } as PipelineInput;
+    expect(problemsOf(noPreview)).toContain(
+      'environment "qa": is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false',
+    );
+    expect(() =>
+      validatePipeline(withEnvironments({ qa: { protected: false, destructiveChangeApprovers: [] } })),
+    ).not.toThrow();
+  });
+
+  it("checks destructive-change approver groups against cluster-setup's Cognito groups, like gate approvers", () => {
+    const setup = {
+      stacksRepoURL: pipeline.source.repoURL,
+      stacksNamespace: pipeline.stacks.namespace,
+      stackServiceAccountName: pipeline.stacks.serviceAccountName,
+      pulumiAccessTokenSecretName: pipeline.stacks.accessTokenSecret,
+      cognitoAdminGroup: "platform-admins",
+      cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+    } as ClusterSetup;
+    expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow();
+    const typo = validatePipeline(withEnvironments({ qa: { destructiveChangeApprovers: ["qa-aprovers"] } }));
+    expect(() => checkAgainstClusterSetup(typo, setup)).toThrow(
+      'environment "qa": destructive-change approver group "qa-aprovers" is not a Cognito group; cluster-setup has platform-admins, dev-approvers, qa-approvers, security-approvers',
+    );
+  });
+});
+
+/** Kubernetes RBAC: does any rule allow `verb` on `resource` (`name` unknown = any object)? */
+const allows = (
+  rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[],
+  verb: string,
+  resource: string,
+  name?: string,
+) =>
+  rules.some(
+    (r) =>
+      r.apiGroups.includes("kargo.akuity.io") &&
+      (r.verbs.includes(verb) || r.verbs.includes("*")) &&
+      (r.resources.includes(resource) || r.resources.includes("*")) &&
+      (!r.resourceNames?.length || (name !== undefined && r.resourceNames.includes(name))),
+  );
+
+describe("who may let a destructive change through", () => {
+  const roles = destructiveChangeApproverRoles(pipeline);
+
+  it("maps each protected environment's approver groups to its own ServiceAccount", () => {
+    expect(roles.map((r) => [r.environment, r.stage, r.serviceAccount.name])).toEqual([
+      ["dev", "dev", "destructive-approver-dev"],
+      ["dev2", "dev2", "destructive-approver-dev2"],
+      ["qa", "qa", "destructive-approver-qa"],
+    ]);
+    for (const role of roles) {
+      expect(JSON.parse(role.serviceAccount.annotations["rbac.kargo.akuity.io/claims"]!)).toEqual({
+        "cognito:groups": pipeline.environments[role.environment]!.destructiveChangeApprovers,
+      });
+    }
+    const unprotected = validatePipeline(withEnvironments({ dev: { ephemeral: true } }));
+    expect(destructiveChangeApproverRoles(unprotected).map((r) => r.environment)).toEqual(["dev2", "qa"]);
+  });
+
+  it("allows exactly Kargo's manual approval of Freight for that environment's update stage", () => {
+    for (const role of roles) {
+      // What ApproveFreight checks (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): promote on
+      // the Stage, then a status patch of the Freight made as the user.
+      expect(allows(role.rules, "promote", "stages", role.stage)).toBe(true);
+      expect(allows(role.rules, "patch", "freights/status")).toBe(true);
+      // Not for any other stage, so not for another environment or a gate.
+      for (const other of pipeline.stages.filter((s) => s.name !== role.stage))
+        expect(allows(role.rules, "promote", "stages", other.name), other.name).toBe(false);
+      // Not a promotion of their own (the API creates Promotions as the user), nor anything else.
+      expect(allows(role.rules, "create", "promotions")).toBe(false);
+      for (const verb of ["update", "patch", "delete"]) {
+        for (const resource of ["stages", "freights", "warehouses", "projectconfigs", "promotions"])
+          expect(allows(role.rules, verb, resource, role.stage), `${verb} ${resource}`).toBe(false);
+      }
+    }
+  });
+
+  it("is separate from the gate approvers: nobody else may approve for an update stage", () => {
+    for (const gate of approverRoles(pipeline)) {
+      for (const update of pipeline.stages.filter((s) => s.kind === "update"))
+        expect(allows(gate.rules, "promote", "stages", update.name)).toBe(false);
+    }
+  });
+
+  describe("in the plan", () => {
+    let objects: Obj[];
+    beforeAll(async () => {
+      objects = kubernetesObjects((await planChain())[2]!) as Obj[];
+    });
+
+    it("declares each role, bound to its ServiceAccount, with read access to the project", () => {
+      for (const role of roles) {
+        const name = role.serviceAccount.name;
+        const account = objects.find((o) => o.kind === "ServiceAccount" && o.metadata.name === name)!;
+        expect(account.metadata.annotations).toEqual(role.serviceAccount.annotations);
+        expect(objects.find((o) => o.kind === "Role" && o.metadata.name === name)!.rules).toEqual(role.rules);
+        const bound = objects
+          .filter((o) => o.kind === "RoleBinding" && o.subjects?.[0]?.name === name)
+          .map((b) => b.roleRef.name)
+          .sort();
+        expect(bound).toEqual([name, "kargo-viewer"].sort());
+      }
+    });
+
+    it("holds the destructive-change metrics only in the protected preview template", () => {
+      const templates = objects.filter((o) => o.kind === "AnalysisTemplate");
+      const metricsOf = (name: string) =>
+        templates.find((t) => t.metadata.name === name)!.spec.metrics.map((m: { name: string }) => m.name);
+      expect(metricsOf("pulumi-preview-protected")).toEqual(["pulumi-preview", "no-deletes", "no-replaces"]);
+      expect(metricsOf("pulumi-update")).toEqual(["pulumi-update"]);
+      expect(templates.map((t) => t.metadata.name).sort()).toEqual([
+        "pulumi-preview-protected",
+        "pulumi-update",
+      ]);
+    });
+
+    it("links stages and Freight from the ProjectConfig", () => {
+      const config = objects.find((o) => o.kind === "ProjectConfig")!;
+      expect(config.spec.stageLinks).toEqual(stageLinks(pipeline));
+      expect(config.spec.freightLinks).toEqual(freightLinks(pipeline));
+    });
+  });
+});
+
+describeWithExpr("links in the Kargo UI, evaluated by expr-lang and Go text/template", () => {
+  const config = projectConfigSpec(pipeline);
+  const stageContext = (name: string) => ({ stage: { metadata: { name, namespace: "infra" }, spec: {} } });
+  const commit = "4f1c2b9e8d7a6c5b4a3928171605f4e3d2c1b0a9";
+  const freight = { metadata: { name: "f1" }, origin: { kind: "Warehouse", name: "program" } };
+
+  it("links every environment stage, and only it, to its stack in Pulumi Cloud", () => {
+    const links = config.stageLinks!;
+    const stageNames = pipeline.stages.map((s) => s.name);
+    const urls = evaluateAll(
+      links.map((l) => ({ kind: "template", expression: l.url, env: stageContext("any") })),
+    );
+    const pairs = links.flatMap((link, l) => stageNames.map((name) => ({ l, name, expression: link.if! })));
+    const verdicts = evaluateAll(
+      pairs.map((c) => ({ kind: "expr", expression: c.expression, env: stageContext(c.name) })),
+    );
+    const shown: Record<string, string[]> = {};
+    pairs.forEach((c, i) => {
+      expect(verdicts[i]!.error, c.expression).toBeUndefined();
+      if (verdicts[i]!.value === true) (shown[c.name] ??= []).push(String(urls[c.l]!.value));
+    });
+    const stack = (s: string) => `https://app.pulumi.com/your-org/infra-program/${s}`;
+    expect(shown).toEqual({
+      devpreview: [stack("dev")],
+      dev: [stack("dev")],
+      dev2preview: [stack("dev2")],
+      dev2: [stack("dev2")],
+      qapreview: [stack("qa")],
+      qa: [stack("qa")],
+    });
+  });
+
+  it("links Freight to its commit, and hides the link for Freight without one", () => {
+    const [link] = config.freightLinks!;
+    const withCommit = {
+      freight: { ...freight, commits: [{ repoURL: pipeline.source.repoURL, id: commit, branch: "main" }] },
+    };
+    const [shown, url, noCommits, noKey] = evaluateAll([
+      { kind: "expr", expression: link!.if!, env: withCommit },
+      { kind: "template", expression: link!.url, env: withCommit },
+      { kind: "expr", expression: link!.if!, env: { freight: { ...freight, commits: [] } } },
+      { kind: "expr", expression: link!.if!, env: { freight } },
+    ]);
+    expect(shown).toEqual({ value: true });
+    expect(url).toEqual({ value: `https://github.com/your-org/infra-change-platform/commit/${commit}` });
+    expect(noCommits).toEqual({ value: false });
+    expect(noKey).toEqual({ value: false });
+  });
+});

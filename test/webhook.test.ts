@@ -1,0 +1,109 @@
+// The Warehouse hears about pushes from GitHub at once: a webhook receiver in the ProjectConfig, its
+// generated secret, a way through the platform's load balancer, and the webhook registered on the repository.
+import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { githubRepository, githubWebhookPath } from "../lib/pipeline/derive";
+import { validatePipeline } from "../lib/pipeline/model";
+import type { ProgramPlan } from "../lib/plan/harness";
+import { kubernetesObjects } from "../lib/plan/output";
+import { planChain } from "../lib/plan/projects";
+import { one, ofType, planProject } from "./helpers";
+
+type Obj = { kind: string; metadata: Record<string, any>; spec?: any; [k: string]: any };
+const pipeline = validatePipeline(definition);
+
+it("serves the receiver at the path Kargo derives: /github/ and SHA-256 of project, receiver name and secret", () => {
+  // printf 'infragithubs3cr3t' | sha256sum (akuity/kargo v1.11.2 pkg/webhook/external/receiver.go)
+  expect(githubWebhookPath({ ...pipeline, project: "infra" }, "s3cr3t")).toBe(
+    "/github/e42c03d39134bf11c1db75daee4fbfe10bb57c06496f2abd747369130c67a2fc",
+  );
+});
+
+it("registers webhooks on the github.com repository the pipeline names", () => {
+  expect(githubRepository("https://github.com/acme/infra")).toEqual({ owner: "acme", name: "infra" });
+});
+
+describe("the Warehouse's GitHub webhook", () => {
+  let plan: ProgramPlan;
+  let objects: Obj[];
+  beforeAll(async () => {
+    plan = (await planChain())[2]!;
+    objects = kubernetesObjects(plan) as Obj[];
+  });
+  const secret = () => String(plan.upstream.outputs.githubWebhookSecret);
+
+  it("declares a GitHub receiver whose secret Kargo reads from the `secret` key of a generated Secret", () => {
+    const config = objects.find((o) => o.kind === "ProjectConfig")!;
+    expect(config.spec.webhookReceivers).toEqual([
+      { name: "github", github: { secretRef: { name: "github-webhook" } } },
+    ]);
+    const stored = objects.find((o) => o.kind === "Secret" && o.metadata.name === "github-webhook")!;
+    expect(stored.metadata.namespace).toBe(config.metadata.namespace);
+    expect(stored.stringData).toBe("[secret]");
+    expect(one(plan, "kubernetes:core/v1:Secret", "infra-github-webhook").inputs.stringData).toBe("[secret]");
+    expect(plan.upstream.secretOutputNames).toContain("githubWebhookSecret");
+    expect(secret()).toMatch(/^\S{20,}$/);
+  });
+
+  it("reaches Kargo's external webhooks server through the platform's load balancer on its own port", async () => {
+    const lb = one(plan, "aws:lb/loadBalancer:LoadBalancer");
+    const webhookGroup = one(plan, "aws:ec2/securityGroup:SecurityGroup", "kargo-webhooks");
+    expect(webhookGroup.inputs.ingress).toEqual([
+      {
+        protocol: "tcp",
+        fromPort: 8443,
+        toPort: 8443,
+        cidrBlocks: ["192.30.252.0/22", "185.199.108.0/22", "140.82.112.0/20", "143.55.64.0/20"],
+      },
+    ]);
+    expect((lb.inputs.securityGroups as string[]).length).toBe(2);
+    const listener = one(plan, "aws:lb/listener:Listener", "kargo-webhooks").inputs as any;
+    const targetGroup = one(plan, "aws:lb/targetGroup:TargetGroup", "kargo-webhooks");
+    expect(listener).toMatchObject({ port: 8443, protocol: "TCP" });
+    expect(listener.defaultActions[0].type).toBe("forward");
+    expect(targetGroup.inputs).toMatchObject({ port: 30444, protocol: "TCP", targetType: "instance" });
+    // Like the API's target group, attached to every Auto Scaling group of the node group.
+    const groups = plan.resources
+      .filter(
+        (r) => r.type === "aws:autoscaling/attachment:Attachment" && r.name.startsWith("kargo-webhooks-"),
+      )
+      .map((r) => r.inputs.autoscalingGroupName);
+    const upstream = (await planChain({ project: "cluster-setup" }))[1]!;
+    expect(groups).toEqual(upstream.outputs.nodeAutoScalingGroupNames);
+    expect(
+      one(plan, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "kargo-webhooks-to-nodes")
+        .inputs,
+    ).toMatchObject({ ipProtocol: "tcp", fromPort: 30444, toPort: 30444 });
+    const values = one(plan, "kubernetes:helm.sh/v3:Release").inputs.values as any;
+    expect(values.externalWebhooksServer).toMatchObject({
+      host: plan.outputs.kargoLoadBalancerHostname,
+      service: { type: "NodePort", nodePort: 30444 },
+    });
+  });
+
+  it("registers a push webhook on the repository with the URL and secret Kargo serves", () => {
+    const url = `https://${String(plan.outputs.kargoLoadBalancerHostname)}:8443${githubWebhookPath(pipeline, secret())}`;
+    expect(plan.outputs.githubWebhookUrl).toBe(url);
+    const hook = one(plan, "github:index/repositoryWebhook:RepositoryWebhook").inputs;
+    expect(hook).toEqual({
+      repository: "infra-change-platform",
+      events: ["push"],
+      active: true,
+      // The server's certificate is the chart's self-signed one; the delivery is signed with the secret.
+      configuration: { url, contentType: "json", secret: "[secret]", insecureSsl: true },
+    });
+    const provider = one(plan, "pulumi:providers:github").inputs;
+    expect(provider).toMatchObject({ owner: "your-org", token: "[secret]" });
+    expect(plan.outputs.githubWebhookRegistered).toBe(true);
+    // Polling stays as the fallback.
+    expect(objects.find((o) => o.kind === "Warehouse")!.spec.interval).toBe("5m0s");
+  });
+
+  it("only outputs the URL and the secret when the token may not manage hooks", async () => {
+    const manual = await planProject("kargo", { "kargo:githubWebhook": false });
+    expect(ofType(manual, "github:index/repositoryWebhook:RepositoryWebhook")).toEqual([]);
+    expect(manual.outputs.githubWebhookRegistered).toBe(false);
+    expect(manual.outputs.githubWebhookUrl).toMatch(/^https:\/\/.+:8443\/github\/[0-9a-f]{64}$/);
+    expect(manual.upstream.secretOutputNames).toContain("githubWebhookSecret");
+  });
+});
