@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { inputProblems, orderProblems, unusedEnvironmentProblems, type CheckOptions } from "./checks";
 
 /** Longest `metadata.name` a PKO Stack may have (a CEL rule in its CRD). */
 export const MAX_STACK_NAME = 42;
@@ -12,8 +13,8 @@ const environment = z.strictObject({
   pulumiStack: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi stack name"),
   /** Destroy the environment's resources when its update Stack is deleted. Never for long-lived ones. */
   ephemeral: z.boolean().default(false),
-  /** Stack config of the promoted program in this environment (e.g. `aws:region`). */
-  config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
+  /** Stack config of the promoted program in this environment (e.g. `aws:region`); checked by checks.ts. */
+  config: z.record(z.string(), z.json()).default({}),
 });
 
 const stageBase = {
@@ -62,8 +63,8 @@ export const pipelineSchema = z.strictObject({
     serviceAccountName: z.string().regex(dnsLabel, "must be a DNS label"),
     accessTokenSecret: z.string().regex(dnsLabel, "must be a DNS label"),
     gitCredentialsSecret: z.string().regex(dnsLabel, "must be a DNS label"),
-    /** Pinned workspace image (the Pulumi CLI the operator runs). */
-    workspaceImage: z.string().regex(/^[\w.\-/]+:[\w.-]+$/, "must be an image with a pinned tag"),
+    /** Pinned workspace image (the Pulumi CLI the operator runs): a version tag or a digest, checked by checks.ts. */
+    workspaceImage: z.string().min(1, "must be an image with a pinned tag or digest"),
   }),
   environments: z.record(z.string(), environment),
   stages: z.array(stage),
@@ -123,7 +124,7 @@ export function ancestors(stages: Stage[], name: string): Set<string> {
  * Validates a pipeline definition and fills in defaults. Throws a {@link PipelineError} naming every stage
  * and what is wrong with it; run it before registering any resource.
  */
-export function validatePipeline(input: unknown): Pipeline {
+export function validatePipeline(input: unknown, options: CheckOptions = {}): Pipeline {
   const parsed = pipelineSchema.safeParse(input);
   if (!parsed.success) {
     throw new PipelineError(
@@ -194,6 +195,7 @@ export function validatePipeline(input: unknown): Pipeline {
       );
     }
   }
+  problems.push(...inputProblems(pipeline, options));
   if (problems.length > 0) throw new PipelineError(problems);
 
   // Graph checks need resolvable upstreams, so they come after the checks above.
@@ -209,6 +211,8 @@ export function validatePipeline(input: unknown): Pipeline {
       }
     }
   }
+  if (!cycle) problems.push(...orderProblems(stages));
+  problems.push(...unusedEnvironmentProblems(pipeline));
   for (const s of stages) {
     if (!reachable.has(s.name)) problems.push(`stage "${s.name}": is not reachable from the Warehouse`);
     if (s.kind === "update" && !cycle) {
