@@ -492,9 +492,10 @@ export function stacksDirProblems(dir: string, programDir: string, repoRoot = de
       `${at}: "${dir}" is ${realRelative.length === 1 ? "" : "inside "}the repository's ${reserved}/ folder; allowed: a folder of its own such as "stacks" (not ${RESERVED_FOLDERS.join(", ")})`,
     ];
   const program = path.posix.normalize(programDir).replace(/\/$/, "");
-  if (normal === program || (program !== "." && normal.startsWith(`${program}/`)))
+  const realProgram = realLocation(path.join(repoRoot, program));
+  if (program !== "." && (real === realProgram || inside(realProgram, real)))
     return [
-      `${at}: "${dir}" is ${normal === program ? "" : "inside "}the promoted program's folder (source.programDir); allowed: a folder of its own`,
+      `${at}: "${dir}" is ${real === realProgram ? "" : "inside "}the promoted program's folder (source.programDir); allowed: a folder of its own`,
     ];
   for (let d = real; inside(root, d) && d !== root; d = path.dirname(d)) {
     if (["Pulumi.yaml", "Pulumi.yml"].some((f) => fs.existsSync(path.join(d, f))))
