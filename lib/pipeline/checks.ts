@@ -224,6 +224,9 @@ function globToRegExp(glob: string): RegExp | undefined {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 
+/** Letters Go's regexp/syntax accepts after a backslash. */
+const goLetterEscapes = "afnrtvdDsSwWbBAzpPxQE";
+
 /**
  * Compiles a Go (RE2) regular expression as a JavaScript RegExp, or says why Go's regexp.Compile refuses it.
  * RE2 has no lookaround, backreferences or atomic groups, which JavaScript would accept; Go-only syntax
@@ -234,8 +237,21 @@ export function compileGoRegexp(source: string): RegExp | string {
     return "uses lookaround, which Go's RE2 regular expressions do not support";
   if (/(^|[^\\])\(\?>/.test(source))
     return "uses an atomic group, which Go's RE2 regular expressions do not support";
-  if (/(^|[^\\])(\\\\)*\\([1-9]|k<)/.test(source))
-    return "uses a backreference, which Go's RE2 regular expressions do not support";
+  // Escapes, read left to right so that "\\\\" is one escaped backslash (Go's regexp/syntax parse.go).
+  for (let i = 0; i < source.length; i++) {
+    if (source[i] !== "\\") continue;
+    const next = source[++i] ?? "";
+    if (next === "") return "ends with a lone \\";
+    if (/[89]/.test(next) || (/[1-7]/.test(next) && !/[0-7]/.test(source[i + 1] ?? "")) || next === "k")
+      return "uses a backreference, which Go's RE2 regular expressions do not support";
+    if (/[a-zA-Z]/.test(next) && !goLetterEscapes.includes(next))
+      return `uses the escape \\${next}, which Go's regular expressions do not know`;
+  }
+  const repeat = /\{(\d+)(?:,(\d*))?\}/g;
+  for (let m = repeat.exec(source); m; m = repeat.exec(source)) {
+    if (Number(m[1]) > 1000 || Number(m[2] || 0) > 1000)
+      return `repeats more than 1000 times ("${m[0]}"), which Go's regular expressions refuse`;
+  }
   const classes: Record<string, string> = {
     alpha: "A-Za-z",
     digit: "0-9",
@@ -246,7 +262,20 @@ export function compileGoRegexp(source: string): RegExp | string {
     word: "\\w",
     punct: "!-/:-@[-`{-~",
     xdigit: "0-9A-Fa-f",
+    ascii: "\\x00-\\x7F",
+    blank: " \\t",
+    cntrl: "\\x00-\\x1F\\x7F",
+    graph: "!-~",
+    print: " -~",
   };
+  const unknownClass = /\[:\^?([a-z]+):\]/g.exec(
+    source.replace(
+      /\[:\^?(alnum|alpha|ascii|blank|cntrl|digit|graph|lower|print|punct|space|upper|word|xdigit):\]/g,
+      "",
+    ),
+  );
+  if (unknownClass)
+    return `uses the character class ${unknownClass[0]}, which Go's regular expressions do not know`;
   let flags = "";
   const js = source
     .replace(/^\(\?([imsU]+)\)/, (_, f: string) => {
@@ -287,10 +316,11 @@ export function sourcePathProblems(p: Pipeline): string[] {
   const excludes = parse("excludePaths");
   for (const file of promotionWrittenPaths(p)) {
     if (excludes.some((e) => e && selectorMatches(e.parsed, file))) continue;
-    const including = includes.find((inc) => inc && selectorMatches(inc.parsed, file));
+    const index = includes.findIndex((inc) => inc && selectorMatches(inc.parsed, file));
+    const including = includes[index];
     if (including) {
       problems.push(
-        `source.includePaths: "${including.selector}" matches ${file}, which every promotion commits, so each promotion would create new Freight; include only the promoted program's files or exclude "glob:${path.posix.normalize(p.stacks.dir)}/**"`,
+        `source.includePaths[${index}]: "${including.selector}" matches ${file}, which every promotion commits, so each promotion would create new Freight; include only the promoted program's files or exclude "glob:${path.posix.normalize(p.stacks.dir)}/**"`,
       );
       break;
     }
