@@ -305,6 +305,11 @@ describe("hostile pipeline definitions", () => {
       /stacks\.dir: "node_modules\/x" is inside the repository's node_modules\/ folder/,
     ],
     [
+      "a stacks directory with Kargo expression syntax",
+      withStacks({ dir: "stacks${{ vars.repoURL }}" }),
+      /stacks\.dir: "stacks\$\{\{ vars\.repoURL \}\}" has characters other than letters, digits, "\.", "_", "-" and "\/"/,
+    ],
+    [
       "the repository root as the stacks directory",
       withStacks({ dir: "." }),
       /stacks\.dir: must be a folder of its own, not the repository root/,
@@ -379,6 +384,8 @@ describe("hostile pipeline definitions", () => {
 describe("what Kargo and git accept, checked against the real engines", () => {
   // Each case: our verdict must be git's (`git check-ref-format --branch`), wherever Kargo's schema agrees.
   const branches = [
+    "a./b",
+    "a.b.lock/c",
     "main",
     "release/1.x",
     "a..b",
@@ -494,6 +501,18 @@ describe("paths resolved on disk", () => {
     expect(problemsOf({ ...input, stacks: { ...input.stacks, dir: "program" } }, repo)).toMatch(
       /stacks\.dir: "program" is the promoted program's folder \(source\.programDir\); allowed: a folder of its own/,
     );
+  });
+  it("refuses a stacks directory through a looping symlink, which mkdir would trip over", () => {
+    const repo = tempRepo();
+    fs.symlinkSync(path.join(repo, "stacks"), path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(
+      /stacks\.dir: "stacks" goes through a broken or looping symlink; allowed: a real folder of the repository/,
+    );
+  });
+  it("refuses a stacks directory through a dangling symlink out of the repository", () => {
+    const repo = tempRepo();
+    fs.symlinkSync(path.join(tempDir("outside-"), "not-yet"), path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(/stacks\.dir: "stacks" goes through a broken or looping symlink/);
   });
   it("refuses a program directory that is a symlink out of the repository", () => {
     const repo = tempRepo();

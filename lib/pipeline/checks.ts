@@ -476,25 +476,38 @@ function relativeDirProblem(dir: string): string | undefined {
     return `"${dir}" is not a relative path; allowed: a folder of the repository such as "stacks", with "/" separators`;
   if (dir.split("/").includes(".."))
     return `"${dir}" leaves the repository; allowed: a folder of the repository without ".."`;
+  // Promotions pass the folder on as a Kargo expression variable; nothing in it may read as syntax.
+  if (!/^[A-Za-z0-9._/-]*$/.test(dir))
+    return `"${dir}" has characters other than letters, digits, ".", "_", "-" and "/"`;
   return undefined;
 }
 
-/** Resolves symlinks in the longest existing prefix of `dir`: where a write there would really land. */
-function realLocation(dir: string): string {
+/**
+ * Resolves symlinks in the longest existing prefix of `dir`: where a write there would really land.
+ * Undefined for a broken or looping symlink on the way, where nobody can tell.
+ */
+function realLocation(dir: string): string | undefined {
   let existing = dir;
   const rest: string[] = [];
-  while (!fs.existsSync(existing)) {
+  while (!fs.lstatSync(existing, { throwIfNoEntry: false })) {
     const parent = path.dirname(existing);
     if (parent === existing) break;
     rest.unshift(path.basename(existing));
     existing = parent;
   }
-  return path.join(fs.realpathSync(existing), ...rest);
+  try {
+    return path.join(fs.realpathSync(existing), ...rest);
+  } catch {
+    return undefined;
+  }
 }
+
+const brokenLink = (at: string, dir: string) =>
+  `${at}: "${dir}" goes through a broken or looping symlink; allowed: a real folder of the repository`;
 
 const inside = (root: string, target: string) => {
   const rel = path.relative(root, target);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 };
 
 /**
@@ -511,6 +524,7 @@ export function stacksDirProblems(dir: string, programDir: string, repoRoot = de
     return [`${at}: must be a folder of its own, not the repository root; allowed: e.g. "stacks"`];
   const root = fs.realpathSync(repoRoot);
   const real = realLocation(path.join(repoRoot, normal));
+  if (real === undefined) return [brokenLink(at, dir)];
   if (!inside(root, real))
     return [`${at}: "${dir}" resolves to ${real}, outside the repository (through a symlink)`];
   const realRelative = path.relative(root, real).split(path.sep);
@@ -522,8 +536,8 @@ export function stacksDirProblems(dir: string, programDir: string, repoRoot = de
       `${at}: "${dir}" is ${realRelative.length === 1 ? "" : "inside "}the repository's ${reserved}/ folder; allowed: a folder of its own such as "stacks" (not ${RESERVED_FOLDERS.join(", ")})`,
     ];
   const program = path.posix.normalize(programDir).replace(/\/$/, "");
-  const realProgram = realLocation(path.join(repoRoot, program));
-  if (program !== "." && (real === realProgram || inside(realProgram, real)))
+  const realProgram = realLocation(path.join(repoRoot, program)) ?? "";
+  if (program !== "." && realProgram && (real === realProgram || inside(realProgram, real)))
     return [
       `${at}: "${dir}" is ${real === realProgram ? "" : "inside "}the promoted program's folder (source.programDir); allowed: a folder of its own`,
     ];
@@ -543,6 +557,7 @@ export function programDirProblems(programDir: string, repoRoot = defaultRepoRoo
   if (relative) return [`${at}: ${relative}`];
   const root = fs.realpathSync(repoRoot);
   const real = realLocation(path.join(repoRoot, programDir));
+  if (real === undefined) return [brokenLink(at, programDir)];
   if (!inside(root, real))
     return [`${at}: "${programDir}" resolves to ${real}, outside the repository (through a symlink)`];
   if (!fs.existsSync(path.join(real, "Pulumi.yaml")))
