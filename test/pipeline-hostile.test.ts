@@ -614,6 +614,7 @@ describe("npm run stacks", () => {
     const dir = path.join(repo, "stacks");
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, "dev.yaml"), "hand: written\n");
+    fs.writeFileSync(path.join(dir, "dev2.yaml"), "not: [yaml\n");
     const target = path.join(tempDir("outside-"), "target.yaml");
     fs.writeFileSync(target, "outside: true\n");
     fs.symlinkSync(target, path.join(dir, "qa.yaml"));
@@ -622,7 +623,8 @@ describe("npm run stacks", () => {
     );
     expect(fs.readFileSync(path.join(dir, "dev.yaml"), "utf8")).toBe("hand: written\n");
     expect(fs.readFileSync(target, "utf8")).toBe("outside: true\n");
-    expect(fs.readdirSync(dir).sort()).toEqual(["dev.yaml", "qa.yaml"]);
+    expect(fs.readFileSync(path.join(dir, "dev2.yaml"), "utf8")).toBe("not: [yaml\n");
+    expect(fs.readdirSync(dir).sort()).toEqual(["dev.yaml", "dev2.yaml", "qa.yaml"]);
   });
 
   it("never deletes through a symlink that looks generated", () => {

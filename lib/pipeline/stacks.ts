@@ -29,10 +29,16 @@ export function isGenerated(file: string): boolean {
   return firstLine.startsWith("# PKO Stack of pipeline stage ") && firstLine.includes(GENERATED_MARK);
 }
 
-/** The commit a manifest of ours holds now, if it exists. */
+/** The commit a manifest holds now, if it is a regular file (never read through a symlink). */
 function currentCommit(file: string): string | undefined {
-  if (!isGenerated(file)) return undefined;
-  const commit = (YAML.parse(fs.readFileSync(file, "utf8")) as { spec?: { commit?: unknown } })?.spec?.commit;
+  if (!fs.lstatSync(file, { throwIfNoEntry: false })?.isFile()) return undefined;
+  let manifest: { spec?: { commit?: unknown } } | undefined;
+  try {
+    manifest = YAML.parse(fs.readFileSync(file, "utf8")) as typeof manifest;
+  } catch {
+    return undefined; // not a manifest of ours: writeStacks refuses to overwrite it
+  }
+  const commit = manifest?.spec?.commit;
   return typeof commit === "string" && commit ? commit : undefined;
 }
 
