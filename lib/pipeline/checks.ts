@@ -535,6 +535,7 @@ export function stacksDirProblems(dir: string, programDir: string, repoRoot = de
     return [
       `${at}: "${dir}" is ${realRelative.length === 1 ? "" : "inside "}the repository's ${reserved}/ folder; allowed: a folder of its own such as "stacks" (not ${RESERVED_FOLDERS.join(", ")})`,
     ];
+  // A program at the root holds every folder; only a program in a folder of its own has one to keep out of.
   const program = path.posix.normalize(programDir).replace(/\/$/, "");
   const realProgram = realLocation(path.join(repoRoot, program)) ?? "";
   if (program !== "." && realProgram && (real === realProgram || inside(realProgram, real)))
