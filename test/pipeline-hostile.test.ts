@@ -108,7 +108,7 @@ describe("hostile pipeline definitions", () => {
     [
       "a Pulumi API address that is no URL",
       { ...base, pulumi: { ...base.pulumi, apiUrl: "api.pulumi.com" } },
-      /pulumi\.apiUrl: Invalid URL|pulumi\.apiUrl: "api\.pulumi\.com" is not a URL; allowed: an https:\/\/ address/,
+      /pulumi\.apiUrl: (?:"api\.pulumi\.com" is not|must be) a URL; allowed: an https:\/\/ address such as https:\/\/api\.pulumi\.com/,
     ],
     [
       "a Pulumi API address with credentials",

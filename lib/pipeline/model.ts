@@ -54,7 +54,10 @@ export const pipelineSchema = z.strictObject({
   pulumi: z.strictObject({
     organization: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi organization name"),
     project: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi project name"),
-    apiUrl: z.string().url().default("https://api.pulumi.com"),
+    apiUrl: z
+      .string()
+      .url("must be a URL; allowed: an https:// address such as https://api.pulumi.com")
+      .default("https://api.pulumi.com"),
   }),
   /** How the PKO Stack manifests in `stacks/` run: must match the cluster-setup project's outputs. */
   stacks: z.strictObject({
