@@ -222,6 +222,11 @@ describe("hostile pipeline definitions", () => {
       /source\.branch: "b+" is not a branch name Kargo's Warehouse accepts; .*at most 255 characters/,
     ],
     [
+      "an empty branch",
+      withSource({ branch: "" }),
+      /source\.branch: must name the branch people merge to, such as "main"/,
+    ],
+    [
       "a branch promotions write to",
       withSource({ branch: "stage/dev" }),
       /source\.branch: "stage\/dev" is a branch promotions push to \(stage\/<stage>\); the Warehouse must watch the branch people merge to/,

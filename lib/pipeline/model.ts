@@ -43,7 +43,7 @@ export const pipelineSchema = z.strictObject({
   /** The promoted program's repository: the Warehouse subscribes to it, promotions commit `stacks/` to it. */
   source: z.strictObject({
     repoURL: z.string().regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be an HTTPS git URL"),
-    branch: z.string().min(1),
+    branch: z.string().min(1, 'must name the branch people merge to, such as "main"'),
     /** Folder of the promoted program in the repository ("." for the root). */
     programDir: z.string().default("."),
     /** Files whose changes become Freight: exactly the promoted program's. */
