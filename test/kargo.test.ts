@@ -93,7 +93,7 @@ describe("kargo project", () => {
       expect(Object.keys(config.config)).toEqual(Object.keys(program.template.config));
     }
     // A program in a folder keeps its config beside it.
-    const nested = validatePipeline({ ...definition, source: { ...definition.source, programDir: "infra" } });
+    const nested = { ...pipeline, source: { ...pipeline.source, programDir: "infra" } };
     expect(freightPaths(nested)).toContain("infra/Pulumi.qa.yaml");
   });
 

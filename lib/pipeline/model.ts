@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { inputProblems, orderProblems, unusedEnvironmentProblems, type CheckOptions } from "./checks";
 
 /** Longest `metadata.name` a PKO Stack may have (a CEL rule in its CRD). */
 export const MAX_STACK_NAME = 42;
@@ -51,7 +52,7 @@ export const pipelineSchema = z.strictObject({
   /** The promoted program's repository: the Warehouse subscribes to `branch`; promotions push only `stage/*`. */
   source: z.strictObject({
     repoURL: z.string().regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be an HTTPS git URL"),
-    branch: z.string().min(1),
+    branch: z.string().min(1, 'must name the branch people merge to, such as "main"'),
     /** Folder of the promoted program in the repository ("." for the root). */
     programDir: z.string().default("."),
     /** Files whose changes become Freight: exactly the promoted program's. */
@@ -62,7 +63,10 @@ export const pipelineSchema = z.strictObject({
   pulumi: z.strictObject({
     organization: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi organization name"),
     project: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi project name"),
-    apiUrl: z.string().url().default("https://api.pulumi.com"),
+    apiUrl: z
+      .string()
+      .url("must be a URL; allowed: an https:// address such as https://api.pulumi.com")
+      .default("https://api.pulumi.com"),
     /** Pulumi Cloud's web console, where the Kargo UI links every environment stage to its stack. */
     consoleUrl: z.string().url().default("https://app.pulumi.com"),
   }),
@@ -73,8 +77,8 @@ export const pipelineSchema = z.strictObject({
     serviceAccountName: z.string().regex(dnsLabel, "must be a DNS label"),
     accessTokenSecret: z.string().regex(dnsLabel, "must be a DNS label"),
     gitCredentialsSecret: z.string().regex(dnsLabel, "must be a DNS label"),
-    /** Pinned workspace image (the Pulumi CLI the operator runs). */
-    workspaceImage: z.string().regex(/^[\w.\-/]+:[\w.-]+$/, "must be an image with a pinned tag"),
+    /** Pinned workspace image (the Pulumi CLI the operator runs): a version tag or a digest, checked by checks.ts. */
+    workspaceImage: z.string().min(1, "must be an image with a pinned tag or digest"),
     /**
      * Each workspace pod (`pulumi preview`/`up` with the program's providers). PKO defaults to 100m/64Mi and
      * caps its agent's memory at the request, far too little for the AWS provider.
@@ -142,7 +146,7 @@ export function ancestors(stages: Stage[], name: string): Set<string> {
  * Validates a pipeline definition and fills in defaults. Throws a {@link PipelineError} naming every stage
  * and what is wrong with it; run it before registering any resource.
  */
-export function validatePipeline(input: unknown): Pipeline {
+export function validatePipeline(input: unknown, options: CheckOptions = {}): Pipeline {
   const parsed = pipelineSchema.safeParse(input);
   if (!parsed.success) {
     throw new PipelineError(
@@ -213,6 +217,7 @@ export function validatePipeline(input: unknown): Pipeline {
       );
     }
   }
+  problems.push(...inputProblems(pipeline, options));
   if (problems.length > 0) throw new PipelineError(problems);
 
   // Graph checks need resolvable upstreams, so they come after the checks above.
@@ -228,6 +233,8 @@ export function validatePipeline(input: unknown): Pipeline {
       }
     }
   }
+  if (!cycle) problems.push(...orderProblems(stages));
+  problems.push(...unusedEnvironmentProblems(pipeline));
   for (const s of stages) {
     if (!reachable.has(s.name)) problems.push(`stage "${s.name}": is not reachable from the Warehouse`);
     if (s.kind === "update" && !cycle) {
