@@ -1,33 +1,45 @@
 import { z } from "zod";
-import { configFields, loadConfig } from "../lib/config";
+import { configFields, hostname, internetAllowList, loadConfig } from "../lib/config";
 
-const cidr = z
-  .string()
-  .regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 203.0.113.0/24");
+/** Rules per security group, by default (docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html). */
+const SECURITY_GROUP_RULE_LIMIT = 60;
+
+const token = (key: string, what: string) =>
+  z
+    .string()
+    .min(1, `must be set: pulumi config set --secret ${key} <${what}>`)
+    .max(1000, "must be at most 1000 characters")
+    .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (a token, as issued)");
 
 export const kargoConfigSchema = z.object({
   clusterSetupStack: configFields.stackName("cluster-setup"),
   /** Git user Kargo pushes promotions as; with a GitHub token any non-empty name works. */
-  gitUsername: z.string().min(1).default("git"),
-  gitToken: z
+  gitUsername: z
     .string()
-    .min(
-      1,
-      "must be set: pulumi config set --secret gitToken <token that can push to the pipeline's repository>",
-    ),
-  kargoHostname: z
-    .string()
+    .min(1, "must not be empty")
+    .max(100, "must be at most 100 characters")
     .regex(
-      /^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$/,
-      "must be a DNS name such as kargo.example.com, without a scheme",
+      /^[^\s:\x00-\x1f\x7f]+$/,
+      "must be printable characters without spaces, control characters or ':' (it travels in HTTP basic auth)",
     )
-    .or(z.literal(""))
-    .default(""),
-  kargoAllowedCidrs: z
-    .array(cidr)
-    .min(1, 'must list at least one CIDR; ["0.0.0.0/0"] allows any address')
-    .default(["0.0.0.0/0"]),
+    .default("git"),
+  gitToken: token("gitToken", "token that can push to the pipeline's repository"),
+  /** Optional: a token that can only read the repository, for Argo CD and PKO. */
+  gitReadToken: token("gitReadToken", "read-only token for the pipeline's repository").optional(),
+  /** Optional: a Pulumi Cloud token that can only read stacks, for Kargo's verification. */
+  pulumiReadToken: token("pulumiReadToken", "read-only Pulumi Cloud token").optional(),
+  kargoHostname: hostname.or(z.literal("")).default(""),
+  kargoAllowedCidrs: internetAllowList(
+    SECURITY_GROUP_RULE_LIMIT,
+    "each is one rule of the load balancer's security group, which holds 60 by default",
+  ).default(["0.0.0.0/0"]),
+  /** The break-glass admin login; off unless asked for. */
+  kargoAdminAccount: z.boolean().default(false),
   kargoValues: z.record(z.string(), z.unknown()).default({}),
 });
 
-export const loadKargoConfig = () => loadConfig(kargoConfigSchema, { secrets: ["gitToken"] });
+export const loadKargoConfig = () =>
+  loadConfig(kargoConfigSchema, {
+    secrets: ["gitToken", "gitReadToken", "pulumiReadToken"],
+    secretCapable: ["kargoValues"],
+  });

@@ -6,7 +6,7 @@ import { validatePipeline } from "../lib/pipeline/model";
 import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
-import { programPolicy } from "./programPolicy";
+import { previewPolicy, programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 
@@ -33,6 +33,7 @@ export = async () => {
       adminGroup: setup.cognitoAdminGroup,
     },
     argocdNamespace: setup.argocdNamespace,
+    adminAccount: config.kargoAdminAccount,
     values: config.kargoValues,
     tags,
   });
@@ -43,21 +44,37 @@ export = async () => {
     kargo: install.release,
     argocdNamespace: setup.argocdNamespace,
     argocdProject: setup.argocdProject,
-    git: { username: config.gitUsername, token: config.gitToken },
-    pulumiAccessToken: setup.pulumiAccessToken,
+    git: { username: config.gitUsername, token: config.gitToken, readToken: config.gitReadToken },
+    pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
   });
+  if (!config.gitReadToken)
+    pulumi.log.warn(
+      "kargo:gitReadToken is not set: Argo CD and PKO get the push token (gitToken), though they only read",
+    );
+  if (!config.pulumiReadToken)
+    pulumi.log.warn(
+      "kargo:pulumiReadToken is not set: verification reads Pulumi Cloud with the operator's token",
+    );
 
-  // The stacks' IRSA role gets exactly what the promoted program needs.
+  // Each environment's role gets exactly what the promoted program needs there; previews may only read.
+  for (const [environment, identity] of Object.entries(setup.stackIdentities)) {
+    if (!(environment in pipeline.environments)) continue;
+    new aws.iam.RolePolicy(
+      `promoted-program-${environment}`,
+      { role: identity.roleName, policy: JSON.stringify(programPolicy(pipeline, environment)) },
+      { provider: awsProvider },
+    );
+  }
   new aws.iam.RolePolicy(
-    "promoted-program",
-    { role: setup.stackRoleName, policy: JSON.stringify(programPolicy(pipeline)) },
+    "promoted-program-preview",
+    { role: setup.previewIdentity.roleName, policy: JSON.stringify(previewPolicy(pipeline)) },
     { provider: awsProvider },
   );
 
   return {
     kargoUrl: pulumi.interpolate`https://${install.host}`,
     kargoLoadBalancerHostname: install.loadBalancerHostname,
-    kargoAdminPassword: install.adminPassword,
+    ...(install.adminPassword ? { kargoAdminPassword: install.adminPassword } : {}),
     kargoOidcClientId: install.oidcClientId,
     kargoProject: promotion.namespace,
     stages: promotion.stageNames,

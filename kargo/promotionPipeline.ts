@@ -21,7 +21,12 @@ export interface PromotionPipelineArgs {
   kargo: pulumi.Resource;
   argocdNamespace: string;
   argocdProject: string;
-  git: { username: string; token: pulumi.Input<string> };
+  /**
+   * `token` can push (Kargo commits each promotion); `readToken` only reads, for Argo CD and PKO, which never
+   * write. Without a read token, they get the push token.
+   */
+  git: { username: string; token: pulumi.Input<string>; readToken?: pulumi.Input<string> };
+  /** The Pulumi Cloud token verification reads updates with (read access is enough). */
   pulumiAccessToken: pulumi.Input<string>;
 }
 
@@ -70,7 +75,8 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       },
       inProject,
     );
-    // The same token lets Argo CD read stacks/ and PKO check out the program.
+    // Argo CD reads stacks/ and PKO checks out the program: neither ever pushes.
+    const readToken = args.git.readToken ?? args.git.token;
     new k8s.core.v1.Secret(
       `${name}-argocd-repository`,
       {
@@ -83,7 +89,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           type: "git",
           url: p.source.repoURL,
           username: args.git.username,
-          password: args.git.token,
+          password: readToken,
         },
       },
       k8sOpts,
@@ -92,7 +98,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       `${name}-stack-git-credentials`,
       {
         metadata: { name: p.stacks.gitCredentialsSecret, namespace: p.stacks.namespace },
-        stringData: { accessToken: args.git.token },
+        stringData: { accessToken: readToken },
       },
       k8sOpts,
     );

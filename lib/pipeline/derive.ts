@@ -268,6 +268,14 @@ export function applicationSpec(
 }
 
 /** The PKO Stack manifest of an environment stage, as committed to `stacks/<stage>.yaml`. */
+/**
+ * The ServiceAccount a stage's Stack runs under: the environment's own identity for an update, the read-only
+ * one for a preview (cluster-setup names them `<stacks.serviceAccountName>-<environment>` and `-preview`).
+ */
+export function stackServiceAccount(p: Pipeline, s: EnvironmentStage): string {
+  return `${p.stacks.serviceAccountName}-${s.kind === "preview" ? "preview" : s.environment}`;
+}
+
 export function stackManifest(p: Pipeline, s: EnvironmentStage, commit: string) {
   const env = p.environments[s.environment]!;
   const spec: pko.StackSpec = {
@@ -278,7 +286,7 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage, commit: string) 
     gitAuth: {
       accessToken: { type: "Secret", secret: { name: p.stacks.gitCredentialsSecret, key: "accessToken" } },
     },
-    serviceAccountName: p.stacks.serviceAccountName,
+    serviceAccountName: stackServiceAccount(p, s),
     envRefs: {
       PULUMI_ACCESS_TOKEN: {
         type: "Secret",

@@ -57,14 +57,16 @@ export function readStackConfig(project: ProjectName, stackFile?: string): Stack
     if (value !== undefined) values[qualify(key)] = value;
   }
 
-  let stackYaml: { config?: Record<string, unknown> };
-  try {
-    stackYaml = YAML.parse(fs.readFileSync(file, "utf8")) ?? {};
-  } catch (err) {
-    throw new Error(`cannot read stack config ${file}: ${(err as Error).message}`);
-  }
-  for (const [key, value] of Object.entries(stackYaml.config ?? {})) {
+  const stackConfig = readStackFile(file);
+  for (const [key, value] of Object.entries(stackConfig)) {
     const isEncrypted = typeof value === "object" && value !== null && "secure" in value;
+    // Like the CLI: a key the project declares secret is refused in plaintext.
+    if (declaredSecrets.has(qualify(key)) && !isEncrypted) {
+      throw new StackFileError(
+        file,
+        `${qualify(key)} must be encrypted as it's secret; set it with pulumi config set --secret ${key.replace(/^[^:]*:/, "")} <value>`,
+      );
+    }
     values[qualify(key)] = isEncrypted ? PLACEHOLDER_SECRET : value;
     if (isEncrypted) secretKeys.add(qualify(key));
   }
@@ -73,6 +75,43 @@ export function readStackConfig(project: ProjectName, stackFile?: string): Stack
     secretKeys.add(key);
   }
   return { stack, values, secretKeys: [...secretKeys] };
+}
+
+/** A stack file the Pulumi CLI could not use; raised before any program runs. */
+export class StackFileError extends Error {
+  constructor(
+    readonly file: string,
+    problem: string,
+  ) {
+    super(`stack config ${file}: ${problem}`);
+    this.name = "StackFileError";
+  }
+}
+
+const kindOf = (v: unknown) => (v === null ? "empty" : Array.isArray(v) ? "a list" : `a ${typeof v}`);
+const isMap = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The `config:` map of a stack file, after checking the file has the shape the CLI reads. */
+function readStackFile(file: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = YAML.parse(fs.readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new StackFileError(file, `cannot be read as YAML: ${(err as Error).message}`);
+  }
+  const shape = "a stack file is a map with a `config:` map of <namespace>:<key>: <value>";
+  if (parsed === null || parsed === undefined) throw new StackFileError(file, `is empty; ${shape}`);
+  if (!isMap(parsed)) throw new StackFileError(file, `is ${kindOf(parsed)}, not a map; ${shape}`);
+  const unknown = Object.keys(parsed).filter(
+    (k) => !["config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"].includes(k),
+  );
+  if (unknown.length > 0)
+    throw new StackFileError(file, `has unknown top-level key(s) ${unknown.join(", ")}; ${shape}`);
+  if (parsed.config === undefined || parsed.config === null) return {};
+  if (!isMap(parsed.config))
+    throw new StackFileError(file, `its config is ${kindOf(parsed.config)}, not a map; ${shape}`);
+  return parsed.config;
 }
 
 export interface PlanRequest {
