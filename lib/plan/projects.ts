@@ -121,6 +121,8 @@ export interface PlanRequest {
   configFile?: string;
   /** Config overrides (`ns:key` → value) for the last planned project, applied over the stack file. */
   overrides?: Record<string, unknown>;
+  /** Keys of the last planned project to hand over as secrets, as `pulumi config set --secret` would. */
+  secretKeys?: string[];
 }
 
 /**
@@ -139,7 +141,7 @@ export async function planChain(request: PlanRequest = {}): Promise<ProgramPlan[
       project,
       stack: config.stack,
       config: { ...config.values, ...(isLast ? request.overrides : {}) },
-      secretKeys: config.secretKeys,
+      secretKeys: [...config.secretKeys, ...(isLast ? (request.secretKeys ?? []) : [])],
       upstream,
     });
     upstream[project] = plan.upstream;
