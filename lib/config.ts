@@ -197,7 +197,10 @@ export function loadConfig(
 }
 
 function coerce(field: z.ZodType, text: string): unknown {
-  if (field.safeParse(text).success) return text;
+  const asText = field.safeParse(text);
+  // Only a value of the wrong type is re-read as JSON: "1.29" stays the string a version field expects.
+  if (asText.success || !asText.error.issues.some((i) => i.code === "invalid_type" && i.path.length === 0))
+    return text;
   try {
     return JSON.parse(text);
   } catch {
@@ -212,7 +215,7 @@ function coerce(field: z.ZodType, text: string): unknown {
 export const cidr = (check: (range: string, prefix: number) => string | undefined = () => undefined) =>
   z.string().superRefine((value, ctx) => {
     if (!ipaddr.IPv4.isValidCIDR(value)) {
-      ctx.addIssue({ code: "custom", message: `"${value}" is not an IPv4 CIDR such as 203.0.113.0/24` });
+      ctx.addIssue({ code: "custom", message: `"${value}" is not an IPv4 CIDR such as 10.0.0.0/16 (four octets of 0-255, a prefix of 0-32)` });
       return;
     }
     const [address, prefix] = ipaddr.IPv4.parseCIDR(value);
