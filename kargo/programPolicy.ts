@@ -2,8 +2,9 @@ import type { Pipeline } from "../lib/pipeline/model";
 
 /**
  * The IAM actions the AWS provider calls for each resource type the promoted program (the root Pulumi.yaml)
- * declares, by operation. @pulumi/aws 7.48.0 wraps terraform-provider-aws v6; read from its
- * internal/service/s3 bucket*.go. Delete of a sub-configuration is a Put (of none) as far as IAM goes:
+ * declares, by operation. @pulumi/aws 7.48.0 wraps terraform-provider-aws v6 (internal/service/s3 bucket*.go);
+ * since v6.23.0 (pulumi-aws 7.13.0, hashicorp/terraform-provider-aws#45251) buckets are tagged on create and
+ * tags go through S3 Control first, falling back to the bucket tagging API when refused. Delete of a sub-configuration is a Put (of none) as far as IAM goes:
  * DeleteBucketOwnershipControls needs s3:PutBucketOwnershipControls, DeletePublicAccessBlock
  * s3:PutBucketPublicAccessBlock, DeleteBucketEncryption s3:PutEncryptionConfiguration, and deleting a
  * BucketVersioning suspends versioning (PutBucketVersioning).
@@ -60,6 +61,8 @@ const unique = (lists: string[][]) => [...new Set(lists.flat())].sort();
 export const programReadActions = unique(Object.values(programActions).map((a) => a.read));
 export const programWriteActions = unique(Object.values(programActions).map((a) => a.write));
 
+const createActions = ["s3:CreateBucket", "s3:TagResource"];
+
 /** Buckets of one Pulumi stack of the program: `bucketPrefix: ${pulumi.project}-${pulumi.stack}-`. */
 const bucketArn = (p: Pipeline, pulumiStack: string, partition: string) =>
   `arn:${partition}:s3:::${p.pulumi.project}-${pulumiStack}-*`;
@@ -80,10 +83,10 @@ export function programPolicy(p: Pipeline, environment: string, partition = "aws
     Version: "2012-10-17",
     Statement: [
       {
-        // A bucket that does not exist yet has no owning account to compare.
+        // A bucket that does not exist yet has no owning account to compare; tags are set on create.
         Sid: "CreateProgramBuckets",
         Effect: "Allow",
-        Action: ["s3:CreateBucket"],
+        Action: createActions,
         Resource: resource,
       },
       {

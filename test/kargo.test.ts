@@ -4,7 +4,13 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { programPolicy, programReadActions } from "../kargo/programPolicy";
+import {
+  previewPolicy,
+  programActions,
+  programPolicy,
+  programReadActions,
+  programWriteActions,
+} from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { analysisTemplateSpec, NO_COMMIT, stackManifest } from "../lib/pipeline/derive";
 import { validatePipeline, type Pipeline } from "../lib/pipeline/model";
@@ -556,3 +562,64 @@ describe("stacks/", () => {
 });
 
 const setupDefaults = { stackServiceAccount: "pulumi-stacks" };
+
+describe("the promoted program's policy", () => {
+  const pipeline = validatePipeline(definition);
+  const program = YAML.parse(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
+  const declaredTypes = [...new Set(Object.values<{ type: string }>(program.resources).map((r) => r.type))];
+
+  it("has the provider's action list for every resource type the program declares, and no other", () => {
+    expect(Object.keys(programActions).sort()).toEqual(declaredTypes.sort());
+    for (const type of declaredTypes) {
+      expect(programActions[type]!.read.length, type).toBeGreaterThan(0);
+      expect(programActions[type]!.write.length, type).toBeGreaterThan(0);
+    }
+  });
+
+  it("lists exact actions: no wildcard, no bucket policy or ACL writes that could undo the public-access block", () => {
+    const actions = [...programReadActions, ...programWriteActions];
+    for (const action of actions) expect(action).toMatch(/^s3:[A-Za-z]+$/);
+    for (const forbidden of [
+      "s3:PutBucketPolicy",
+      "s3:PutBucketAcl",
+      "s3:DeleteBucketPolicy",
+      "s3:PutObject",
+    ])
+      expect(actions).not.toContain(forbidden);
+    // The S3 Control tagging calls the provider tries first, and the bucket tagging API it falls back to.
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "s3:ListTagsForResource",
+        "s3:TagResource",
+        "s3:UntagResource",
+        "s3:PutBucketTagging",
+      ]),
+    );
+  });
+
+  it("scopes each environment to its own stack's buckets in the role's own account", () => {
+    const dev = programPolicy(pipeline, "dev") as { Statement: any[] };
+    const all = dev.Statement.flatMap((s) => s.Action);
+    expect(new Set(all)).toEqual(new Set([...programReadActions, ...programWriteActions]));
+    for (const statement of dev.Statement)
+      expect(statement.Resource).toBe("arn:aws:s3:::infra-program-dev-*");
+    const managed = dev.Statement.find((s) => s.Sid === "ManageProgramBuckets");
+    expect(managed.Condition).toEqual({ StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } });
+    expect(dev.Statement.find((s) => s.Sid === "CreateProgramBuckets").Action).toEqual([
+      "s3:CreateBucket",
+      "s3:TagResource",
+    ]);
+    expect(() => programPolicy(pipeline, "prod")).toThrow(/no environment "prod"/);
+  });
+
+  it("lets previews read every environment's buckets and change nothing", () => {
+    const preview = previewPolicy(pipeline) as { Statement: any[] };
+    expect(preview.Statement).toHaveLength(1);
+    expect(preview.Statement[0].Resource).toEqual([
+      "arn:aws:s3:::infra-program-dev-*",
+      "arn:aws:s3:::infra-program-dev2-*",
+      "arn:aws:s3:::infra-program-qa-*",
+    ]);
+    for (const action of preview.Statement[0].Action) expect(programWriteActions).not.toContain(action);
+  });
+});
