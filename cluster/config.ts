@@ -60,7 +60,9 @@ export const clusterConfigSchema = z
       )
       .min(1, "must list at least one EC2 instance type")
       .max(20, "must list at most 20 EC2 instance types")
-      .refine((types) => new Set(types).size === types.length, { message: "must not repeat an instance type" })
+      .refine((types) => new Set(types).size === types.length, {
+        message: "must not repeat an instance type",
+      })
       .refine((types) => new Set(types.map(architectureOf)).size <= 1, {
         message: "must not mix Graviton (arm64) and x86_64 instance types in one node group",
       })
@@ -108,4 +110,5 @@ export const clusterConfigSchema = z
 
 export type ClusterConfig = z.infer<typeof clusterConfigSchema>;
 
-export const loadClusterConfig = (): ClusterConfig => loadConfig(clusterConfigSchema, { requireRegion: true });
+export const loadClusterConfig = (): ClusterConfig =>
+  loadConfig(clusterConfigSchema, { requireRegion: true });

@@ -19,7 +19,7 @@ export const kargoConfigSchema = z.object({
     .min(1, "must not be empty")
     .max(100, "must be at most 100 characters")
     .regex(
-      /^[^\s:\x00-\x1f\x7f]+$/,
+      /^[^\s:\p{Cc}]+$/u,
       "must be printable characters without spaces, control characters or ':' (it travels in HTTP basic auth)",
     )
     .default("git"),

@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import * as runtimeConfig from "@pulumi/pulumi/runtime/config";
 import * as ipaddr from "ipaddr.js";
 import { z } from "zod";
 
@@ -92,9 +93,8 @@ function foreignKeyProblem(project: string, fullKey: string): string | undefined
   return undefined;
 }
 
-// The SDK knows which config keys the CLI handed over encrypted, but keeps the lookup internal.
-const isConfigSecret = (require("@pulumi/pulumi/runtime/config") as { isConfigSecret(key: string): boolean })
-  .isConfigSecret;
+// The SDK knows which config keys the CLI handed over encrypted, but marks the lookup internal.
+const { isConfigSecret } = runtimeConfig as typeof runtimeConfig & { isConfigSecret(key: string): boolean };
 
 /**
  * Reads the current project's namespace of stack configuration, validates it against `schema` and returns
@@ -215,7 +215,10 @@ function coerce(field: z.ZodType, text: string): unknown {
 export const cidr = (check: (range: string, prefix: number) => string | undefined = () => undefined) =>
   z.string().superRefine((value, ctx) => {
     if (!ipaddr.IPv4.isValidCIDR(value)) {
-      ctx.addIssue({ code: "custom", message: `"${value}" is not an IPv4 CIDR such as 10.0.0.0/16 (four octets of 0-255, a prefix of 0-32)` });
+      ctx.addIssue({
+        code: "custom",
+        message: `"${value}" is not an IPv4 CIDR such as 10.0.0.0/16 (four octets of 0-255, a prefix of 0-32)`,
+      });
       return;
     }
     const [address, prefix] = ipaddr.IPv4.parseCIDR(value);
