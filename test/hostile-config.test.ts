@@ -1,14 +1,17 @@
 // Bad stack configs as a hostile or careless user would write them: each is refused with a message naming the
 // key and what is allowed, before any resource is registered, and without repeating a secret.
+import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { validatePipeline } from "../lib/pipeline/model";
-import { ProgramError } from "../lib/plan/harness";
-import { planChain, StackFileError, type ProjectName } from "../lib/plan/projects";
+import { planProgram, ProgramError } from "../lib/plan/harness";
+import { planChain, readStackConfig, repoRoot, StackFileError, type ProjectName } from "../lib/plan/projects";
 import { one, planError, planProject } from "./helpers";
 
 type Case = [name: string, overrides: Record<string, unknown>, message: RegExp, secretKeys?: string[]];
@@ -427,10 +430,6 @@ describe("stack files the CLI could not read are refused with what is wrong", ()
 
   it("refuses a declared secret the program receives unencrypted, as the CLI would", async () => {
     // The CLI refuses it in the stack file; the program refuses it too when handed one in the clear.
-    const plans = planChain({ project: "cluster-setup", overrides: {}, secretKeys: [] });
-    await expect(plans).resolves.toBeDefined(); // the stack file path marks it secret
-    const { planProgram } = await import("../lib/plan/harness");
-    const { readStackConfig, repoRoot } = await import("../lib/plan/projects");
     const upstream = { cluster: (await planChain({ project: "cluster" }))[0]!.upstream };
     const config = readStackConfig("cluster-setup");
     const error = await planProgram({
@@ -517,5 +516,39 @@ describe("the pipeline and cluster-setup's identities", () => {
     expect(() => checkAgainstClusterSetup(clash, { ...setup, stacksNamespace: pipeline.project })).toThrow(
       /stacks\.namespace "infra" is Kargo's or the Kargo project's namespace/,
     );
+  });
+});
+
+describe("cluster-setup's defaults fit the pipeline", () => {
+  it("makes an identity for exactly the environments kargo/pipeline.ts declares", () => {
+    const defaults = clusterSetupConfigSchema.parse({
+      clusterStack: "a/cluster/b",
+      pulumiAccessToken: "token",
+      stacksRepoURL: "https://github.com/a/b.git",
+    });
+    expect(defaults.stackEnvironments).toEqual(Object.keys(validatePipeline(definition).environments));
+    expect(defaults.cognitoMfa).toBe("ON");
+    expect(defaults.stackRbacScope).toBe("namespace");
+  });
+});
+
+describe("npm run plan with a broken stack file", () => {
+  it("exits 1 with what is wrong with the file, and no stack trace", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "plan-file-")), "Pulumi.bad.yaml");
+    fs.writeFileSync(file, "- cluster:vpcCidr: 10.0.0.0/16\n");
+    const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
+    const result = await promisify(execFile)(tsx, [
+      path.join(repoRoot, "lib/plan/cli.ts"),
+      "--project",
+      "cluster",
+      "--config",
+      file,
+    ]).then(
+      () => ({ code: 0, stderr: "" }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`plan failed: stack config ${file}: is a list, not a map`);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 });
