@@ -244,7 +244,8 @@ export const internetAllowList = (limit: number, why: string) =>
       cidr((range, prefix) => {
         if (range === "unspecified" && prefix === 0) return undefined; // 0.0.0.0/0: any address
         if (range === "unicast") return undefined;
-        return `is a ${range} range, which never reaches an internet-facing endpoint; list public ranges, or 0.0.0.0/0 for any address`;
+        const article = /^[aeiou]/.test(range) ? "an" : "a";
+        return `is ${article} ${range} range, which never reaches an internet-facing endpoint; list public ranges, or 0.0.0.0/0 for any address`;
       }),
     )
     .min(1, 'must list at least one CIDR; use ["0.0.0.0/0"] to allow any address')

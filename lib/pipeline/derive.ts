@@ -271,6 +271,8 @@ export function applicationSpec(
 /**
  * The ServiceAccount a stage's Stack runs under: the environment's own identity for an update, the read-only
  * one for a preview (cluster-setup names them `<stacks.serviceAccountName>-<environment>` and `-preview`).
+ * PKO runs the workspace pod as it (pulumi-kubernetes-operator v2.9.0,
+ * operator/internal/controller/pulumi/stack_controller.go), so it carries the stage's IRSA role.
  */
 export function stackServiceAccount(p: Pipeline, s: EnvironmentStage): string {
   return `${p.stacks.serviceAccountName}-${s.kind === "preview" ? "preview" : s.environment}`;
