@@ -11,6 +11,10 @@ const token = (key: string, what: string) =>
     .max(1000, "must be at most 1000 characters")
     .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (a token, as issued)");
 
+/** An optional key left empty (as `pulumi new` does when a prompt is skipped) is not set. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
+
 export const kargoConfigSchema = z.object({
   clusterSetupStack: configFields.stackName("cluster-setup"),
   /** Git user Kargo pushes promotions as; with a GitHub token any non-empty name works. */
@@ -25,9 +29,9 @@ export const kargoConfigSchema = z.object({
     .default("git"),
   gitToken: token("gitToken", "token that can push to the pipeline's repository"),
   /** Optional: a token that can only read the repository, for Argo CD and PKO. */
-  gitReadToken: token("gitReadToken", "read-only token for the pipeline's repository").optional(),
+  gitReadToken: optional(token("gitReadToken", "read-only token for the pipeline's repository")),
   /** Optional: a Pulumi Cloud token that can only read stacks, for Kargo's verification. */
-  pulumiReadToken: token("pulumiReadToken", "read-only Pulumi Cloud token").optional(),
+  pulumiReadToken: optional(token("pulumiReadToken", "read-only Pulumi Cloud token")),
   kargoHostname: hostname.or(z.literal("")).default(""),
   kargoAllowedCidrs: internetAllowList(
     SECURITY_GROUP_RULE_LIMIT,

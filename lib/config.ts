@@ -136,7 +136,8 @@ export function loadConfig(
     const fullKey = `${project}:${key}`;
     const encrypted = isConfigSecret(fullKey);
     if (encrypted || declaredSecret.has(key)) secretTexts.push(text);
-    if (declaredSecret.has(key) && !encrypted) {
+    // An empty value reveals nothing; the schema says whether the key may be empty.
+    if (declaredSecret.has(key) && !encrypted && text !== "") {
       problems.push(
         `${fullKey}: must be encrypted as it's secret; set it with pulumi config set --secret ${key} <value>`,
       );

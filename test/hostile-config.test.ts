@@ -467,6 +467,11 @@ describe("valid configs are never refused", () => {
     );
   });
 
+  it("treats optional read-only tokens left empty as not set", async () => {
+    const plan = await planProject("kargo", { "kargo:gitReadToken": "", "kargo:pulumiReadToken": "" });
+    expect(plan.resources.length).toBeGreaterThan(0);
+  });
+
   it("accepts public allow-lists, any-address, and a hostname at the length limits", async () => {
     const label = "a".repeat(63);
     const plan = await planProject("kargo", {
