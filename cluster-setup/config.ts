@@ -1,16 +1,15 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { ConfigError, configFields, loadConfig } from "../lib/config";
+import { argoCdChart } from "./addons/argoCd";
+import { argoRollouts } from "./addons/argoRollouts";
+import { certManager } from "./addons/certManager";
+import { pulumiOperator } from "./addons/pulumiOperator";
 
 /** Words Cognito refuses anywhere in a hosted-UI domain prefix (CreateUserPoolDomain). */
 export const reservedDomainWords = ["aws", "amazon", "cognito"] as const;
 
-const dnsLabel = z
-  .string()
-  .regex(
-    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
-    "must be a DNS label: lower-case letters, digits and '-', at most 63",
-  );
+const dnsLabel = configFields.dnsLabel;
 const groupName = z
   .string()
   .regex(
@@ -18,33 +17,150 @@ const groupName = z
     "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
   );
 const chartValues = z.record(z.string(), z.unknown()).default({});
+
+/**
+ * Namespaces the stacks namespace must never be: the cluster's own, and every add-on's. The stack would own
+ * the Namespace object, so a `pulumi destroy` (or a replacement) would delete what lives there. Kargo's
+ * namespace and its project's are refused by the kargo project, which knows the pipeline.
+ */
+export const reservedNamespaces = [
+  "default",
+  "kube-system",
+  "kube-public",
+  "kube-node-lease",
+  argoCdChart.namespace,
+  argoRollouts.namespace,
+  certManager.namespace,
+  pulumiOperator.namespace,
+  "kargo",
+];
+
+/** The verbs Kubernetes RBAC knows for ordinary resources that a program may be granted. */
+export const grantableVerbs = [
+  "get",
+  "list",
+  "watch",
+  "create",
+  "update",
+  "patch",
+  "delete",
+  "deletecollection",
+];
+const readVerbs = ["get", "list", "watch"];
+/** Verbs that grant more than they say: granting permissions, acting as someone else. */
+const escalatingVerbs = ["*", "bind", "escalate", "impersonate", "approve", "sign"];
+/** Subresources that reach into other identities or nodes: minting tokens, running commands in pods. */
+const escalatingResources = [
+  "serviceaccounts/token",
+  "pods/exec",
+  "pods/attach",
+  "pods/portforward",
+  "nodes/proxy",
+  "certificatesigningrequests/approval",
+];
+/** API groups where any write changes who may do what in the cluster. */
+const privilegeApiGroups = [
+  "rbac.authorization.k8s.io",
+  "admissionregistration.k8s.io",
+  "certificates.k8s.io",
+];
+
 const policyRule = z.strictObject({
-  apiGroups: z.array(z.string()).min(1, "must list at least one API group ('' is the core group)"),
-  resources: z.array(z.string().min(1)).min(1, "must list at least one resource"),
-  verbs: z.array(z.string().min(1)).min(1, "must list at least one verb"),
+  apiGroups: z
+    .array(z.string().max(253))
+    .min(1, "must list at least one API group ('' is the core group)")
+    .max(20, "must list at most 20 API groups"),
+  resources: z
+    .array(z.string().min(1).max(253))
+    .min(1, "must list at least one resource")
+    .max(50, "must list at most 50 resources"),
+  verbs: z
+    .array(z.string().min(1))
+    .min(1, "must list at least one verb")
+    .max(grantableVerbs.length, `must list at most ${grantableVerbs.length} verbs`),
+  /** Narrows the rule to these objects; fine for every verb but create, list, watch and deletecollection. */
+  resourceNames: z.array(z.string().min(1).max(253)).max(100, "must list at most 100 names").optional(),
 });
-const everything = (rule: z.infer<typeof policyRule>) =>
-  rule.apiGroups.includes("*") && rule.resources.includes("*") && rule.verbs.includes("*");
+export type PolicyRule = z.infer<typeof policyRule>;
+
+/** Why a rule would let a program escalate beyond it, or undefined when it grants only what it says. */
+export function escalation(rule: PolicyRule, scope: "namespace" | "cluster"): string | undefined {
+  const wildcard = (["apiGroups", "resources", "verbs", "resourceNames"] as const).find((field) =>
+    (rule[field] ?? []).some((v) => v.includes("*")),
+  );
+  if (wildcard) return `has a wildcard in ${wildcard}; list exactly what your programs manage`;
+  const risky = rule.verbs.filter((v) => escalatingVerbs.includes(v));
+  if (risky.length > 0) return `grants ${risky.join(", ")}, which let a program give itself more permissions`;
+  const unknown = rule.verbs.filter((v) => !grantableVerbs.includes(v));
+  if (unknown.length > 0)
+    return `has unknown verb(s) ${unknown.join(", ")}; allowed verbs are ${grantableVerbs.join(", ")}`;
+  const reaching = rule.resources.filter((r) => escalatingResources.includes(r));
+  if (reaching.length > 0) return `grants ${reaching.join(", ")}, which reach other identities or nodes`;
+  const writes = rule.verbs.some((v) => !readVerbs.includes(v));
+  const privilegeGroup = rule.apiGroups.find((g) => privilegeApiGroups.includes(g));
+  if (privilegeGroup && writes)
+    return `writes to ${privilegeGroup}, which changes who may do what; grant only get, list and watch there`;
+  if (rule.apiGroups.includes("") && rule.resources.includes("secrets")) {
+    if (scope === "cluster") return "grants secrets cluster-wide, every credential in the cluster";
+    if (!rule.resourceNames?.length)
+      return "grants every Secret in the stacks namespace, which holds the Pulumi and git tokens; name the Secrets in resourceNames";
+  }
+  const unnameable = rule.verbs.filter((v) => ["create", "list", "watch", "deletecollection"].includes(v));
+  if (rule.resourceNames?.length && unnameable.length > 0)
+    return `uses resourceNames with ${unnameable.join(", ")}, which Kubernetes cannot narrow by name; put them in a rule without resourceNames`;
+  return undefined;
+}
 
 export const clusterSetupConfigSchema = z
   .object({
     clusterStack: configFields.stackName("cluster"),
-    pulumiAccessToken: z.string().min(1, "must be set: pulumi config set --secret pulumiAccessToken <token>"),
+    pulumiAccessToken: z
+      .string()
+      .min(1, "must be set: pulumi config set --secret pulumiAccessToken <token>")
+      .max(1000),
     stacksRepoURL: z
       .string()
+      .max(2048)
       .regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be the HTTPS URL of the git repository that holds stacks/"),
-    stacksNamespace: dnsLabel.default("pulumi-stacks"),
+    stacksNamespace: dnsLabel
+      .refine((ns) => !reservedNamespaces.includes(ns) && !ns.startsWith("kube-"), {
+        message: `must be a namespace of its own, not the cluster's or an add-on's (${reservedNamespaces.join(", ")}, kube-*): the stack owns it`,
+      })
+      .default("pulumi-stacks"),
     stackServiceAccount: dnsLabel.default("pulumi-stacks"),
-    stackPolicyArns: z.array(configFields.iamPolicyArn).default([]),
-    stackRbacRules: z
-      .array(
-        policyRule.refine((rule) => !everything(rule), {
-          message: "grants everything (cluster-admin); grant only what your programs manage",
-        }),
+    stackEnvironments: z
+      .array(dnsLabel)
+      .min(1, "must list at least one environment")
+      .max(20, "must list at most 20 environments")
+      .refine((envs) => new Set(envs).size === envs.length, { message: "must not repeat an environment" })
+      .refine((envs) => !envs.includes("preview"), {
+        message: '"preview" names the read-only identity previews run under; name the environment otherwise',
+      })
+      .default(["dev", "dev2", "qa"]),
+    stackPolicyArns: z
+      .array(configFields.iamPolicyArn)
+      .max(
+        19,
+        "must list at most 19 policies: IAM attaches at most 20 managed policies to a role (10 until you raise the quota), and the kargo project adds one",
+      )
+      .refine((arns) => new Set(arns).size === arns.length, { message: "must not repeat a policy ARN" })
+      .refine(
+        (arns) =>
+          !arns.some((arn) => /:policy\/(AdministratorAccess|PowerUserAccess|IAMFullAccess)$/.test(arn)),
+        {
+          message:
+            "must not grant administrator, power-user or IAM-wide access: every environment's programs would hold it",
+        },
       )
       .default([]),
+    stackRbacScope: z
+      .enum(["namespace", "cluster"], {
+        error: 'allowed values are "namespace" (a Role in the stacks namespace, the default) and "cluster"',
+      })
+      .default("namespace"),
+    stackRbacRules: z.array(policyRule).max(50, "must list at most 50 rules").default([]),
     argocdProject: dnsLabel.default("pulumi-stacks"),
-    cognitoMfa: z.enum(["OFF", "OPTIONAL", "ON"]).default("OPTIONAL"),
+    cognitoMfa: z.enum(["OFF", "OPTIONAL", "ON"]).default("ON"),
     cognitoDomainPrefix: z
       .string()
       .regex(
@@ -63,6 +179,7 @@ export const clusterSetupConfigSchema = z
     cognitoApproverGroups: z
       .array(groupName)
       .min(1, "must list at least one approver group")
+      .max(50, "must list at most 50 approver groups")
       .refine((groups) => new Set(groups).size === groups.length, { message: "must not repeat a group" })
       .default(["dev-approvers", "qa-approvers", "security-approvers"]),
     certManagerValues: chartValues,
@@ -78,12 +195,29 @@ export const clusterSetupConfigSchema = z
         message: `must not include the admin group "${c.cognitoAdminGroup}"`,
       });
     }
+    c.stackRbacRules.forEach((rule, i) => {
+      const problem = escalation(rule, c.stackRbacScope);
+      if (problem) ctx.addIssue({ code: "custom", path: ["stackRbacRules", i], message: problem });
+    });
+    for (const name of [...c.stackEnvironments, "preview"].map((e) => `${c.stackServiceAccount}-${e}`)) {
+      if (name.length > 63) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["stackEnvironments"],
+          message: `gives ServiceAccount "${name}" (${name.length} characters; at most 63): shorten stackServiceAccount or the environment`,
+        });
+      }
+    }
   });
 
 export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 
 export const loadClusterSetupConfig = () =>
-  loadConfig(clusterSetupConfigSchema, { secrets: ["pulumiAccessToken"] });
+  loadConfig(clusterSetupConfigSchema, {
+    secrets: ["pulumiAccessToken"],
+    secretCapable: ["certManagerValues", "argoCdValues", "argoRolloutsValues", "pulumiOperatorValues"],
+    requireRegion: true,
+  });
 
 /**
  * `platform-<stack>-<account>` when `cognitoDomainPrefix` is empty. A stack name that would make Cognito

@@ -54,10 +54,12 @@ const identity = new StackIdentity("stacks", {
   provider,
   namespace: config.stacksNamespace,
   serviceAccountName: config.stackServiceAccount,
+  environments: config.stackEnvironments,
   oidcProviderArn: cluster.requireOutput("oidcProviderArn") as pulumi.Output<string>,
   oidcProviderUrl: cluster.requireOutput("oidcProviderUrl") as pulumi.Output<string>,
   policyArns: config.stackPolicyArns,
   rbacRules: config.stackRbacRules,
+  rbacScope: config.stackRbacScope,
   pulumiAccessToken: config.pulumiAccessToken,
   operator: operatorAddon.release,
   tags,
@@ -74,9 +76,13 @@ export const nodeSecurityGroupId = cluster.requireOutput("nodeSecurityGroupId");
 export const nodeAutoScalingGroupNames = cluster.requireOutput("nodeAutoScalingGroupNames");
 export const stacksRepoURL = config.stacksRepoURL;
 export const stacksNamespace = identity.namespace;
-export const stackServiceAccountName = identity.serviceAccountName;
-export const stackRoleArn = identity.roleArn;
-export const stackRoleName = identity.roleName;
+// ServiceAccounts are named <stackServiceAccount>-<environment> and <stackServiceAccount>-preview.
+export const stackServiceAccountName = config.stackServiceAccount;
+// One identity per environment, and the read-only one every preview runs under.
+export const stackIdentities = identity.environments;
+export const previewServiceAccountName = identity.preview.serviceAccountName;
+export const previewRoleName = identity.preview.roleName;
+export const previewRoleArn = identity.preview.roleArn;
 export const pulumiAccessTokenSecretName = identity.accessTokenSecretName;
 // Kargo's verification reads Pulumi Cloud with the same token.
 export const pulumiAccessToken = config.pulumiAccessToken;

@@ -1,26 +1,26 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
+import type { PolicyRule } from "./config";
 
 export interface StackIdentityArgs {
   provider: k8s.Provider;
   /** Namespace the PKO Stacks (and their workspace pods) live in. */
   namespace: string;
+  /** Base ServiceAccount name: each environment runs as `<base>-<environment>`, previews as `<base>-preview`. */
   serviceAccountName: string;
+  /** The environments of the pipeline, each with an identity of its own. */
+  environments: string[];
   /** ARN of the cluster's IAM OIDC provider. */
   oidcProviderArn: pulumi.Input<string>;
   /** Its issuer URL, `https://oidc.eks.<region>.amazonaws.com/id/<id>`. */
   oidcProviderUrl: pulumi.Input<string>;
-  /** Managed policies the programs' AWS role gets; none by default. */
+  /** Managed policies every environment's AWS role gets (never the preview role); none by default. */
   policyArns: string[];
   /** Kubernetes permissions for programs that manage in-cluster resources; none by default. */
   rbacRules: PolicyRule[];
+  /** Where `rbacRules` apply: the stacks namespace (a Role, the default) or the whole cluster. */
+  rbacScope: "namespace" | "cluster";
   /** Pulumi Cloud access token the workspace pods log in with. */
   pulumiAccessToken: pulumi.Input<string>;
   tags: Record<string, string>;
@@ -30,6 +30,13 @@ export interface StackIdentityArgs {
    * the namespace would hang in Terminating on Stacks nobody finalizes.
    */
   operator?: pulumi.Resource;
+}
+
+/** One identity as the kargo project reads it. */
+export interface Identity {
+  serviceAccountName: pulumi.Output<string>;
+  roleName: pulumi.Output<string>;
+  roleArn: pulumi.Output<string>;
 }
 
 /** The IAM trust policy that lets exactly one ServiceAccount assume a role through the cluster's OIDC provider. */
@@ -58,16 +65,28 @@ export function irsaTrustPolicy(
   });
 }
 
+const READ_VERBS = ["get", "list", "watch"];
+
+/** The same rules reduced to reading: what a preview needs to compute a diff, and nothing it could change. */
+export function readOnlyRules(rules: PolicyRule[]): PolicyRule[] {
+  return rules
+    .map((rule) => ({ ...rule, verbs: rule.verbs.filter((v) => READ_VERBS.includes(v)) }))
+    .filter((rule) => rule.verbs.length > 0);
+}
+
 /**
- * The identity PKO runs stacks under: a namespace, a ServiceAccount (bound to `system:auth-delegator`, which
- * PKO v2 workspaces need) that gets AWS access through IRSA rather than keys, and the Pulumi access token
- * as a Secret. No cluster-admin: in-cluster permissions only as configured.
+ * The identities PKO runs stacks under, in one namespace with the Pulumi access token as a Secret: per
+ * environment a ServiceAccount with an IAM role of its own (IRSA, no keys), so a promotion into one
+ * environment cannot touch another's resources; and one read-only identity for every preview. Each
+ * ServiceAccount is bound to `system:auth-delegator`, which PKO v2 workspaces need. No cluster-admin:
+ * in-cluster permissions only as configured, in the stacks namespace unless the cluster scope is asked for.
  */
 export class StackIdentity extends pulumi.ComponentResource {
   readonly namespace: pulumi.Output<string>;
-  readonly serviceAccountName: pulumi.Output<string>;
-  readonly roleArn: pulumi.Output<string>;
-  readonly roleName: pulumi.Output<string>;
+  /** Environment name → its identity. */
+  readonly environments: Record<string, Identity>;
+  /** The read-only identity previews run under. */
+  readonly preview: Identity;
   readonly accessTokenSecretName: pulumi.Output<string>;
 
   constructor(name: string, args: StackIdentityArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -80,67 +99,47 @@ export class StackIdentity extends pulumi.ComponentResource {
       { ...k8sOpts, dependsOn: args.operator ? [args.operator] : [] },
     );
 
-    const role = new aws.iam.Role(
-      name,
-      {
-        description: `Assumed by ServiceAccount ${args.namespace}/${args.serviceAccountName}: the AWS identity of PKO stacks`,
-        assumeRolePolicy: pulumi
-          .all([args.oidcProviderArn, args.oidcProviderUrl])
-          .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccountName)),
-        maxSessionDuration: 3600,
-        tags: args.tags,
-      },
-      { parent: this },
-    );
-    args.policyArns.forEach(
-      (policyArn, i) =>
-        new aws.iam.RolePolicyAttachment(
-          `${name}-policy-${i}`,
-          { role: role.name, policyArn },
-          { parent: this },
-        ),
-    );
-
-    const serviceAccount = new k8s.core.v1.ServiceAccount(
-      name,
-      {
-        metadata: {
-          name: args.serviceAccountName,
-          namespace: namespace.metadata.name,
-          annotations: { "eks.amazonaws.com/role-arn": role.arn },
+    const identity = (suffix: string, purpose: string, policyArns: string[]) => {
+      const serviceAccountName = `${args.serviceAccountName}-${suffix}`;
+      const role = new aws.iam.Role(
+        `${name}-${suffix}`,
+        {
+          description: `Assumed by ServiceAccount ${args.namespace}/${serviceAccountName}: ${purpose}`,
+          assumeRolePolicy: pulumi
+            .all([args.oidcProviderArn, args.oidcProviderUrl])
+            .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, serviceAccountName)),
+          maxSessionDuration: 3600,
+          tags: args.tags,
         },
-      },
-      k8sOpts,
-    );
-
-    new k8s.rbac.v1.ClusterRoleBinding(
-      `${name}-auth-delegator`,
-      {
-        metadata: { name: `${args.namespace}-${args.serviceAccountName}-auth-delegator` },
-        roleRef: {
-          apiGroup: "rbac.authorization.k8s.io",
-          kind: "ClusterRole",
-          name: "system:auth-delegator",
+        { parent: this },
+      );
+      policyArns.forEach(
+        (policyArn, i) =>
+          new aws.iam.RolePolicyAttachment(
+            `${name}-${suffix}-policy-${i}`,
+            { role: role.name, policyArn },
+            { parent: this },
+          ),
+      );
+      const serviceAccount = new k8s.core.v1.ServiceAccount(
+        `${name}-${suffix}`,
+        {
+          metadata: {
+            name: serviceAccountName,
+            namespace: namespace.metadata.name,
+            annotations: { "eks.amazonaws.com/role-arn": role.arn },
+          },
         },
-        subjects: [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: args.namespace }],
-      },
-      k8sOpts,
-    );
-
-    if (args.rbacRules.length > 0) {
-      const clusterRole = new k8s.rbac.v1.ClusterRole(
-        `${name}-programs`,
-        { metadata: { name: `${args.namespace}-programs` }, rules: args.rbacRules },
         k8sOpts,
       );
       new k8s.rbac.v1.ClusterRoleBinding(
-        `${name}-programs`,
+        `${name}-${suffix}-auth-delegator`,
         {
-          metadata: { name: `${args.namespace}-programs` },
+          metadata: { name: `${args.namespace}-${serviceAccountName}-auth-delegator` },
           roleRef: {
             apiGroup: "rbac.authorization.k8s.io",
             kind: "ClusterRole",
-            name: clusterRole.metadata.name,
+            name: "system:auth-delegator",
           },
           subjects: [
             { kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: args.namespace },
@@ -148,7 +147,45 @@ export class StackIdentity extends pulumi.ComponentResource {
         },
         k8sOpts,
       );
-    }
+      return { serviceAccountName: serviceAccount.metadata.name, roleName: role.name, roleArn: role.arn };
+    };
+
+    this.environments = Object.fromEntries(
+      args.environments.map((env) => [
+        env,
+        identity(env, `the AWS identity of environment ${env}'s PKO stacks`, args.policyArns),
+      ]),
+    );
+    this.preview = identity("preview", "read-only AWS identity of every PKO preview", []);
+
+    const grant = (suffix: string, rules: PolicyRule[], subjects: Identity[]) => {
+      if (rules.length === 0) return;
+      const roleName = `${args.namespace}-${suffix}`;
+      const subjectList = subjects.map((s) => ({
+        kind: "ServiceAccount",
+        name: s.serviceAccountName,
+        namespace: args.namespace,
+      }));
+      const roleRef = (kind: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name: roleName });
+      if (args.rbacScope === "cluster") {
+        new k8s.rbac.v1.ClusterRole(`${name}-${suffix}`, { metadata: { name: roleName }, rules }, k8sOpts);
+        new k8s.rbac.v1.ClusterRoleBinding(
+          `${name}-${suffix}`,
+          { metadata: { name: roleName }, roleRef: roleRef("ClusterRole"), subjects: subjectList },
+          k8sOpts,
+        );
+      } else {
+        const metadata = { name: roleName, namespace: namespace.metadata.name };
+        new k8s.rbac.v1.Role(`${name}-${suffix}`, { metadata, rules }, k8sOpts);
+        new k8s.rbac.v1.RoleBinding(
+          `${name}-${suffix}`,
+          { metadata, roleRef: roleRef("Role"), subjects: subjectList },
+          k8sOpts,
+        );
+      }
+    };
+    grant("programs", args.rbacRules, Object.values(this.environments));
+    grant("previews", readOnlyRules(args.rbacRules), [this.preview]);
 
     const token = new k8s.core.v1.Secret(
       `${name}-pulumi-access-token`,
@@ -161,14 +198,11 @@ export class StackIdentity extends pulumi.ComponentResource {
     );
 
     this.namespace = namespace.metadata.name;
-    this.serviceAccountName = serviceAccount.metadata.name;
-    this.roleArn = role.arn;
-    this.roleName = role.name;
     this.accessTokenSecretName = token.metadata.name;
     this.registerOutputs({
       namespace: this.namespace,
-      serviceAccountName: this.serviceAccountName,
-      roleArn: this.roleArn,
+      environments: this.environments,
+      preview: this.preview,
       accessTokenSecretName: this.accessTokenSecretName,
     });
   }

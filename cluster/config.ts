@@ -1,6 +1,5 @@
-import * as ipaddr from "ipaddr.js";
 import { z } from "zod";
-import { configFields, loadConfig } from "../lib/config";
+import { cidr, configFields, internetAllowList, loadConfig } from "../lib/config";
 
 /** Control-plane log types EKS can ship to CloudWatch. */
 export const clusterLogTypes = ["api", "audit", "authenticator", "controllerManager", "scheduler"] as const;
@@ -15,20 +14,15 @@ const armInstanceType = /^[a-z]+\d+g[a-z]*\./;
 export const architectureOf = (instanceType: string): "arm64" | "x86_64" =>
   armInstanceType.test(instanceType) ? "arm64" : "x86_64";
 
-const cidr = (check: (range: string, prefix: number) => string | undefined) =>
-  z.string().superRefine((value, ctx) => {
-    if (!ipaddr.IPv4.isValidCIDR(value)) {
-      ctx.addIssue({ code: "custom", message: `"${value}" is not an IPv4 CIDR such as 10.0.0.0/16` });
-      return;
-    }
-    const [address, prefix] = ipaddr.IPv4.parseCIDR(value);
-    if (ipaddr.IPv4.networkAddressFromCIDR(value).toString() !== address.toString()) {
-      ctx.addIssue({ code: "custom", message: `"${value}" has host bits set; use its network address` });
-      return;
-    }
-    const problem = check(address.range(), prefix);
-    if (problem) ctx.addIssue({ code: "custom", message: `"${value}" ${problem}` });
-  });
+/**
+ * Kubernetes minor versions Amazon EKS offers for new clusters, in standard or extended support, as of
+ * November 2026 (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html; 1.30's extended support
+ * ended July 2026, 1.31's ends November 2026). Update the list as EKS releases and retires versions.
+ */
+export const eksKubernetesVersions = ["1.31", "1.32", "1.33", "1.34", "1.35", "1.36"] as const;
+
+/** EKS accepts at most 40 CIDR blocks for its public endpoint (aws/containers-roadmap#2174). */
+const EKS_PUBLIC_ACCESS_CIDR_LIMIT = 40;
 
 export const clusterConfigSchema = z
   .object({
@@ -61,13 +55,19 @@ export const clusterConfigSchema = z
       .default(""),
     kubernetesVersion: z
       .string()
-      .regex(/^1\.\d{2}$/, 'must be a Kubernetes minor version such as "1.35"')
+      .refine((v) => (eksKubernetesVersions as readonly string[]).includes(v), {
+        message: `must be a Kubernetes minor version EKS offers: ${eksKubernetesVersions.join(", ")}`,
+      })
       .default("1.35"),
     nodeInstanceTypes: z
       .array(
         z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9]+$/, "must be an EC2 instance type such as t4g.medium"),
       )
       .min(1, "must list at least one EC2 instance type")
+      .max(20, "must list at most 20 EC2 instance types")
+      .refine((types) => new Set(types).size === types.length, {
+        message: "must not repeat an instance type",
+      })
       .refine((types) => new Set(types.map(architectureOf)).size <= 1, {
         message: "must not mix Graviton (arm64) and x86_64 instance types in one node group",
       })
@@ -84,16 +84,13 @@ export const clusterConfigSchema = z
       .default(20),
     clusterAdminRoleArns: z
       .array(configFields.iamRoleArn)
+      .max(50, "must list at most 50 roles; give one admin role to a team instead of one per person")
       .refine((arns) => new Set(arns).size === arns.length, { message: "must not repeat a role ARN" })
       .default([]),
-    publicAccessCidrs: z
-      .array(
-        cidr((range) =>
-          range === "private" ? "is private; the public endpoint sees public addresses" : undefined,
-        ),
-      )
-      .min(1, 'must list at least one CIDR; use ["0.0.0.0/0"] to allow any address')
-      .default(["0.0.0.0/0"]),
+    publicAccessCidrs: internetAllowList(
+      EKS_PUBLIC_ACCESS_CIDR_LIMIT,
+      "EKS accepts at most 40 for the public endpoint",
+    ).default(["0.0.0.0/0"]),
     clusterLogTypes: z
       .array(z.enum(clusterLogTypes))
       .refine((types) => new Set(types).size === types.length, { message: "must not repeat a log type" })
@@ -152,4 +149,5 @@ export const clusterConfigSchema = z
 
 export type ClusterConfig = z.infer<typeof clusterConfigSchema>;
 
-export const loadClusterConfig = (): ClusterConfig => loadConfig(clusterConfigSchema);
+export const loadClusterConfig = (): ClusterConfig =>
+  loadConfig(clusterConfigSchema, { requireRegion: true });

@@ -1,28 +1,38 @@
 import { z } from "zod";
-import { configFields, loadConfig } from "../lib/config";
+import { configFields, hostname, internetAllowList, loadConfig } from "../lib/config";
 
-const cidr = z
-  .string()
-  .regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 203.0.113.0/24");
+/** Rules per security group, by default (docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html). */
+const SECURITY_GROUP_RULE_LIMIT = 60;
+
+const token = (key: string, what: string) =>
+  z
+    .string()
+    .min(1, `must be set: pulumi config set --secret ${key} <${what}>`)
+    .max(1000, "must be at most 1000 characters")
+    .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (a token, as issued)");
+
+/** An optional key left empty (as `pulumi new` does when a prompt is skipped) is not set. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
 
 export const kargoConfigSchema = z.object({
   clusterSetupStack: configFields.stackName("cluster-setup"),
   /** Git user Kargo pushes promotions as; with a GitHub token any non-empty name works. */
-  gitUsername: z.string().min(1).default("git"),
-  gitToken: z
+  gitUsername: z
     .string()
-    .min(
-      1,
-      "must be set: pulumi config set --secret gitToken <token that can push to the pipeline's repository>",
-    ),
-  kargoHostname: z
-    .string()
+    .min(1, "must not be empty")
+    .max(100, "must be at most 100 characters")
     .regex(
-      /^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$/,
-      "must be a DNS name such as kargo.example.com, without a scheme",
+      /^[^\s:\p{Cc}]+$/u,
+      "must be printable characters without spaces, control characters or ':' (it travels in HTTP basic auth)",
     )
-    .or(z.literal(""))
-    .default(""),
+    .default("git"),
+  gitToken: token("gitToken", "token that can push to the pipeline's repository"),
+  /** Optional: a token that can only read the repository, for Argo CD and PKO. */
+  gitReadToken: optional(token("gitReadToken", "read-only token for the pipeline's repository")),
+  /** Optional: a Pulumi Cloud token that can only read stacks, for Kargo's verification. */
+  pulumiReadToken: optional(token("pulumiReadToken", "read-only Pulumi Cloud token")),
+  kargoHostname: hostname.or(z.literal("")).default(""),
   kargoHostedZoneId: z
     .string()
     .regex(/^Z[A-Z0-9]{1,31}$/, "must be a Route 53 hosted zone ID such as Z0123456789ABCDEFGHIJ")
@@ -34,10 +44,12 @@ export const kargoConfigSchema = z.object({
     .min(1, "must be at least 1")
     .max(6, "must be at most 6 (one per public subnet)")
     .default(1),
-  kargoAllowedCidrs: z
-    .array(cidr)
-    .min(1, 'must list at least one CIDR; ["0.0.0.0/0"] allows any address')
-    .default(["0.0.0.0/0"]),
+  kargoAllowedCidrs: internetAllowList(
+    SECURITY_GROUP_RULE_LIMIT,
+    "each is one rule of the load balancer's security group, which holds 60 by default",
+  ).default(["0.0.0.0/0"]),
+  /** The break-glass admin login; off unless asked for. */
+  kargoAdminAccount: z.boolean().default(false),
   kargoValues: z.record(z.string(), z.unknown()).default({}),
   /**
    * Register the Warehouse's push webhook on the pipeline's GitHub repository with gitToken (which then needs
@@ -45,10 +57,10 @@ export const kargoConfigSchema = z.object({
    */
   githubWebhook: z.boolean().default(true),
   /** Who may deliver webhooks: GitHub's `hooks` ranges (https://api.github.com/meta), IPv4 as the load balancer. */
-  webhookAllowedCidrs: z
-    .array(cidr)
-    .min(1, "must list at least one CIDR")
-    .default(["192.30.252.0/22", "185.199.108.0/22", "140.82.112.0/20", "143.55.64.0/20"]),
+  webhookAllowedCidrs: internetAllowList(
+    SECURITY_GROUP_RULE_LIMIT,
+    "each is one rule of the webhook listener's security group, which holds 60 by default",
+  ).default(["192.30.252.0/22", "185.199.108.0/22", "140.82.112.0/20", "143.55.64.0/20"]),
 });
 
 // Hostname and zone come together: a zone alone has no name to certify.
@@ -62,4 +74,8 @@ const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
   }
 });
 
-export const loadKargoConfig = () => loadConfig(hostnameWithZone, { secrets: ["gitToken"] });
+export const loadKargoConfig = () =>
+  loadConfig(hostnameWithZone, {
+    secrets: ["gitToken", "gitReadToken", "pulumiReadToken"],
+    secretCapable: ["kargoValues"],
+  });

@@ -8,7 +8,7 @@ import { validatePipeline } from "../lib/pipeline/model";
 import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
-import { programPolicy } from "./programPolicy";
+import { previewPolicy, programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 import {
@@ -19,9 +19,16 @@ import {
 } from "./warehouseWebhook";
 
 /** Kargo's chart gives the webhooks server a self-signed certificate unless its values bring one. */
-const selfSignedWebhookCertificate = (values: Record<string, unknown>): boolean =>
-  (values.externalWebhooksServer as { tls?: { selfSignedCert?: boolean } } | undefined)?.tls
-    ?.selfSignedCert !== false;
+const selfSignedWebhookCertificate = (
+  values: pulumi.Input<Record<string, unknown>>,
+): pulumi.Output<boolean> =>
+  pulumi
+    .output(values)
+    .apply(
+      (v) =>
+        (v.externalWebhooksServer as { tls?: { selfSignedCert?: boolean } } | undefined)?.tls
+          ?.selfSignedCert !== false,
+    );
 
 export = async () => {
   const config = loadKargoConfig();
@@ -63,6 +70,7 @@ export = async () => {
       userGroups: approverGroups(pipeline),
     },
     argocdNamespace: setup.argocdNamespace,
+    adminAccount: config.kargoAdminAccount,
     values: config.kargoValues,
     tags,
     externalWebhooks: {
@@ -80,10 +88,18 @@ export = async () => {
     kargo: install.release,
     argocdNamespace: setup.argocdNamespace,
     argocdProject: setup.argocdProject,
-    git: { username: config.gitUsername, token: config.gitToken },
+    git: { username: config.gitUsername, token: config.gitToken, readToken: config.gitReadToken },
     github: { provider: githubProvider, repository },
-    pulumiAccessToken: setup.pulumiAccessToken,
+    pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
   });
+  if (!config.gitReadToken)
+    pulumi.log.warn(
+      "kargo:gitReadToken is not set: Argo CD and PKO get the push token (gitToken), though they only read",
+    );
+  if (!config.pulumiReadToken)
+    pulumi.log.warn(
+      "kargo:pulumiReadToken is not set: verification reads Pulumi Cloud with the operator's token",
+    );
 
   // Freight in seconds: GitHub tells the Warehouse about each push (polling stays as the fallback).
   const webhookUrl = pulumi.interpolate`https://${install.host}:${WEBHOOKS_LISTENER_PORT}${promotion.webhookPath}`;
@@ -97,17 +113,25 @@ export = async () => {
     });
   }
 
-  // The stacks' IRSA role gets exactly what the promoted program needs.
+  // Each environment's role gets exactly what the promoted program needs there; previews may only read.
+  for (const [environment, identity] of Object.entries(setup.stackIdentities)) {
+    if (!(environment in pipeline.environments)) continue;
+    new aws.iam.RolePolicy(
+      `promoted-program-${environment}`,
+      { role: identity.roleName, policy: JSON.stringify(programPolicy(pipeline, environment)) },
+      { provider: awsProvider },
+    );
+  }
   new aws.iam.RolePolicy(
-    "promoted-program",
-    { role: setup.stackRoleName, policy: JSON.stringify(programPolicy(pipeline)) },
+    "promoted-program-preview",
+    { role: setup.previewIdentity.roleName, policy: JSON.stringify(previewPolicy(pipeline)) },
     { provider: awsProvider },
   );
 
   return {
     kargoUrl: pulumi.interpolate`https://${install.host}`,
     kargoLoadBalancerHostname: install.loadBalancerHostname,
-    kargoAdminPassword: install.adminPassword,
+    ...(install.adminPassword ? { kargoAdminPassword: install.adminPassword } : {}),
     kargoOidcClientId: install.oidcClientId,
     ...(install.certificateArn ? { kargoCertificateArn: install.certificateArn } : {}),
     kargoProject: promotion.namespace,

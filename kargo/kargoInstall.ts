@@ -54,7 +54,9 @@ export interface KargoInstallArgs {
     userGroups: string[];
   };
   argocdNamespace: pulumi.Input<string>;
-  values?: Values;
+  /** The break-glass admin login (a generated password); off by default, Cognito is the way in. */
+  adminAccount: boolean;
+  values?: pulumi.Input<Values>;
   tags: Record<string, string>;
   /** Kargo's external webhooks server on its own listener of the same load balancer (see WebhookIngress). */
   externalWebhooks?: {
@@ -68,12 +70,13 @@ export interface KargoInstallArgs {
 /**
  * Kargo from its pinned chart, reachable through a network load balancer whose name becomes Kargo's host
  * (and the Cognito callback) in the same `pulumi up`; signing in with Cognito, the platform-admin group as
- * Kargo admins, and a generated admin account as the break-glass way in.
+ * Kargo admins, and, only when asked for, a generated admin account as the break-glass way in.
  */
 export class KargoInstall extends pulumi.ComponentResource {
   readonly host: pulumi.Output<string>;
   readonly loadBalancerHostname: pulumi.Output<string>;
-  readonly adminPassword: pulumi.Output<string>;
+  /** The admin account's password, when the account is enabled. */
+  readonly adminPassword: pulumi.Output<string> | undefined;
   readonly oidcClientId: pulumi.Output<string>;
   /** ARN of the ACM certificate, when a hostname and hosted zone are configured. */
   readonly certificateArn?: pulumi.Output<string>;
@@ -253,28 +256,33 @@ export class KargoInstall extends pulumi.ComponentResource {
     );
     this.oidcClientId = client.id;
 
-    const adminPassword = new random.RandomPassword(
-      `${name}-admin`,
-      { length: 32, special: false },
-      { parent: this },
-    );
-    const signingKey = new random.RandomPassword(
-      `${name}-token-signing-key`,
-      { length: 64, special: false },
-      { parent: this },
-    );
-    this.adminPassword = adminPassword.result;
+    // A password login on an internet-facing API skips Cognito's MFA: it exists only when asked for.
+    let adminAccount: Values = { enabled: false };
+    if (args.adminAccount) {
+      const adminPassword = new random.RandomPassword(
+        `${name}-admin`,
+        { length: 32, special: false },
+        { parent: this },
+      );
+      const signingKey = new random.RandomPassword(
+        `${name}-token-signing-key`,
+        { length: 64, special: false },
+        { parent: this },
+      );
+      this.adminPassword = adminPassword.result;
+      adminAccount = {
+        enabled: true,
+        passwordHash: adminPassword.bcryptHash,
+        tokenSigningKey: signingKey.result,
+        tokenTTL: "1h",
+      };
+    }
 
     const defaults: Values = {
       api: {
         host: this.host,
         service: { type: "NodePort", nodePort: KARGO_NODE_PORT },
-        adminAccount: {
-          enabled: true,
-          passwordHash: adminPassword.bcryptHash,
-          tokenSigningKey: signingKey.result,
-          tokenTTL: "24h",
-        },
+        adminAccount,
         oidc: {
           enabled: true,
           issuerURL: args.cognito.issuerUrl,

@@ -29,9 +29,14 @@ export interface PromotionPipelineArgs {
   kargo: pulumi.Resource;
   argocdNamespace: string;
   argocdProject: string;
-  git: { username: string; token: pulumi.Input<string> };
+  /**
+   * `token` can push (Kargo commits each promotion); `readToken` only reads, for Argo CD and PKO, which never
+   * write. Without a read token, they get the push token.
+   */
+  git: { username: string; token: pulumi.Input<string>; readToken?: pulumi.Input<string> };
   /** The pipeline's GitHub repository and a provider for it, which creates the stage branches. */
   github: { provider: github.Provider; repository: { owner: string; name: string } };
+  /** The Pulumi Cloud token verification reads updates with (read access is enough). */
   pulumiAccessToken: pulumi.Input<string>;
 }
 
@@ -83,7 +88,8 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       },
       inProject,
     );
-    // The same token lets Argo CD read stacks/ and PKO check out the program.
+    // Argo CD reads stacks/ and PKO checks out the program: neither ever pushes.
+    const readToken = args.git.readToken ?? args.git.token;
     new k8s.core.v1.Secret(
       `${name}-argocd-repository`,
       {
@@ -96,7 +102,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           type: "git",
           url: p.source.repoURL,
           username: args.git.username,
-          password: args.git.token,
+          password: readToken,
         },
       },
       k8sOpts,
@@ -105,7 +111,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       `${name}-stack-git-credentials`,
       {
         metadata: { name: p.stacks.gitCredentialsSecret, namespace: p.stacks.namespace },
-        stringData: { accessToken: args.git.token },
+        stringData: { accessToken: readToken },
       },
       k8sOpts,
     );

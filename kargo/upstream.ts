@@ -1,5 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
+import { environmentStages, stackServiceAccount } from "../lib/pipeline/derive";
 import type { Pipeline } from "../lib/pipeline/model";
+
+/** An identity cluster-setup made for PKO stacks: a ServiceAccount and the IAM role it assumes. */
+export interface StackIdentity {
+  serviceAccountName: string;
+  roleName: string;
+  roleArn: string;
+}
 
 /** What the kargo project reads from cluster-setup, resolved before any resource is declared. */
 export interface ClusterSetup {
@@ -15,7 +23,10 @@ export interface ClusterSetup {
   stacksRepoURL: string;
   stacksNamespace: string;
   stackServiceAccountName: string;
-  stackRoleName: string;
+  /** Environment → the identity its update stages run under. */
+  stackIdentities: Record<string, StackIdentity>;
+  /** The read-only identity every preview runs under. */
+  previewIdentity: StackIdentity;
   pulumiAccessTokenSecretName: string;
   cognitoUserPoolId: string;
   cognitoRegion: string;
@@ -51,7 +62,12 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
     stacksRepoURL: await plain("stacksRepoURL"),
     stacksNamespace: await plain("stacksNamespace"),
     stackServiceAccountName: await plain("stackServiceAccountName"),
-    stackRoleName: await plain("stackRoleName"),
+    stackIdentities: await plain("stackIdentities"),
+    previewIdentity: {
+      serviceAccountName: await plain("previewServiceAccountName"),
+      roleName: await plain("previewRoleName"),
+      roleArn: await plain("previewRoleArn"),
+    },
     pulumiAccessTokenSecretName: await plain("pulumiAccessTokenSecretName"),
     cognitoUserPoolId: await plain("cognitoUserPoolId"),
     cognitoRegion: await plain("cognitoRegion"),
@@ -93,6 +109,29 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
     problems.push(
       `cluster-setup's Cognito user pool is in ${setup.cognitoRegion} but the cluster (where kargo creates ` +
         `the app client) is in ${setup.region}; deploy cluster-setup with aws:region ${setup.region}`,
+    );
+  }
+  // Each environment runs under its own identity and every preview under the read-only one.
+  const environments = Object.keys(setup.stackIdentities);
+  for (const env of Object.keys(p.environments).filter((e) => !environments.includes(e))) {
+    problems.push(
+      `environment "${env}" has no identity in cluster-setup; add it to cluster-setup's stackEnvironments (now ${environments.join(", ")})`,
+    );
+  }
+  for (const stage of environmentStages(p)) {
+    const expected =
+      stage.kind === "preview"
+        ? setup.previewIdentity.serviceAccountName
+        : setup.stackIdentities[stage.environment]?.serviceAccountName;
+    const ours = stackServiceAccount(p, stage);
+    if (expected !== undefined && ours !== expected)
+      problems.push(
+        `stage "${stage.name}" would run as ServiceAccount "${ours}" but cluster-setup made "${expected}"`,
+      );
+  }
+  if (p.stacks.namespace === p.project || p.stacks.namespace === "kargo") {
+    problems.push(
+      `stacks.namespace "${p.stacks.namespace}" is Kargo's or the Kargo project's namespace; give the stacks one of their own`,
     );
   }
   const groups = [setup.cognitoAdminGroup, ...setup.cognitoApproverGroups];

@@ -100,7 +100,7 @@ export interface GitHubWebhookArgs {
   url: pulumi.Input<string>;
   secret: pulumi.Input<string>;
   /** Deliver even though the server's certificate is self-signed: the payload is signed with the secret. */
-  insecureSsl: boolean;
+  insecureSsl: pulumi.Input<boolean>;
 }
 
 /** The repository's push webhook that makes the Warehouse look for new Freight at once. */

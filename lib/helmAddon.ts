@@ -33,8 +33,11 @@ export interface AddonSpec {
 
 export interface HelmAddonArgs {
   provider: k8s.Provider;
-  /** Values merged over the add-on's defaults (maps merge key by key; lists and scalars replace). */
-  values?: Values;
+  /**
+   * Values merged over the add-on's defaults (maps merge key by key; lists and scalars replace). Values a user
+   * set as a secret arrive as a secret Output and keep the whole merged values secret.
+   */
+  values?: pulumi.Input<Values>;
   /** Add-ons that must be running first. */
   dependsOn?: pulumi.Input<pulumi.Resource>[];
 }
@@ -56,7 +59,9 @@ export class HelmAddon extends pulumi.ComponentResource {
         repositoryOpts: spec.repository ? { repo: spec.repository } : undefined,
         namespace: spec.namespace,
         createNamespace: true,
-        values: mergeValues(spec.values, args.values ?? {}),
+        values: pulumi.Output.isInstance(args.values)
+          ? args.values.apply((values) => mergeValues(spec.values, values))
+          : mergeValues(spec.values, (args.values as Values | undefined) ?? {}),
         // Roll back a failed upgrade instead of leaving a half-applied release behind.
         atomic: true,
         cleanupOnFail: true,

@@ -212,7 +212,7 @@ describe("on AWS, for real", () => {
       const pool = one(off, "aws:cognito/userPool:UserPool");
       expect(pool.inputs.deletionProtection).toBe("INACTIVE");
       expect(pool.options.protect).toBe(true);
-      expect(pool.inputs.mfaConfiguration).toBe("OPTIONAL");
+      expect(pool.inputs.mfaConfiguration).toBe("ON"); // every other setting stays as configured
     });
 
     it("exports the pool's region, and kargo stops before declaring anything when it is not the cluster's", async () => {

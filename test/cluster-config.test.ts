@@ -77,7 +77,7 @@ describe("cluster rejects bad config before registering anything", () => {
     [
       "a private CIDR for the public endpoint",
       { "cluster:publicAccessCidrs": ["10.1.0.0/16"] },
-      /cluster:publicAccessCidrs \(at 0\): .*is private/,
+      /cluster:publicAccessCidrs \(at 0\): "10\.1\.0\.0\/16" is a private range, which never reaches an internet-facing endpoint/,
     ],
     [
       "an unknown log type",

@@ -51,7 +51,7 @@ describe("cluster-setup rejects bad config before registering anything", () => {
     [
       "an RBAC rule that grants everything",
       { "cluster-setup:stackRbacRules": [{ apiGroups: ["*"], resources: ["*"], verbs: ["*"] }] },
-      /cluster-setup:stackRbacRules \(at 0\): grants everything \(cluster-admin\)/,
+      /cluster-setup:stackRbacRules \(at 0\): has a wildcard in apiGroups; list exactly what your programs manage/,
     ],
     [
       "an RBAC rule with a misspelt field",

@@ -3,7 +3,7 @@ import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain } from "../lib/plan/projects";
 import { runHealthScript } from "./lua";
-import { ofType, one } from "./helpers";
+import { ofType, one, planProject } from "./helpers";
 
 type Values = Record<string, Record<string, unknown>>;
 const releaseNamed = (plan: ProgramPlan, name: string) => one(plan, "kubernetes:helm.sh/v3:Release", name);
@@ -174,7 +174,7 @@ describe("cluster-setup project", () => {
     expect(pool.inputs).toMatchObject({
       deletionProtection: "ACTIVE",
       usernameAttributes: ["email"],
-      mfaConfiguration: "OPTIONAL",
+      mfaConfiguration: "ON",
       softwareTokenMfaConfiguration: { enabled: true },
       adminCreateUserConfig: { allowAdminCreateUserOnly: true },
     });
@@ -195,54 +195,97 @@ describe("cluster-setup project", () => {
     );
   });
 
-  it("lets exactly the stacks ServiceAccount assume the stacks role, for the STS audience only", () => {
-    const issuer = String(cluster.outputs.oidcProviderUrl).replace("https://", "");
-    const role = one(plan, "aws:iam/role:Role", "stacks");
-    expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual({
-      Version: "2012-10-17",
-      Statement: [
-        {
-          Effect: "Allow",
-          Principal: { Federated: cluster.outputs.oidcProviderArn },
-          Action: "sts:AssumeRoleWithWebIdentity",
-          Condition: {
-            StringEquals: {
-              [`${issuer}:sub`]: "system:serviceaccount:pulumi-stacks:pulumi-stacks",
-              [`${issuer}:aud`]: "sts.amazonaws.com",
+  const identities = ["dev", "dev2", "qa", "preview"];
+
+  it.each(identities)(
+    "lets exactly ServiceAccount pulumi-stacks-%s assume its own role, for the STS audience only",
+    (suffix) => {
+      const issuer = String(cluster.outputs.oidcProviderUrl).replace("https://", "");
+      const role = one(plan, "aws:iam/role:Role", `stacks-${suffix}`);
+      expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual({
+        Version: "2012-10-17",
+        Statement: [
+          {
+            Effect: "Allow",
+            Principal: { Federated: cluster.outputs.oidcProviderArn },
+            Action: "sts:AssumeRoleWithWebIdentity",
+            Condition: {
+              StringEquals: {
+                [`${issuer}:sub`]: `system:serviceaccount:pulumi-stacks:pulumi-stacks-${suffix}`,
+                [`${issuer}:aud`]: "sts.amazonaws.com",
+              },
             },
           },
-        },
-      ],
-    });
-    const sa = one(plan, "kubernetes:core/v1:ServiceAccount").inputs;
-    expect(sa.metadata).toMatchObject({
-      name: "pulumi-stacks",
-      namespace: "pulumi-stacks",
-      annotations: { "eks.amazonaws.com/role-arn": plan.outputs.stackRoleArn },
-    });
+        ],
+      });
+      const sa = one(plan, "kubernetes:core/v1:ServiceAccount", `stacks-${suffix}`).inputs;
+      const roleArn =
+        suffix === "preview"
+          ? plan.outputs.previewRoleArn
+          : (plan.outputs.stackIdentities as Record<string, { roleArn: string }>)[suffix]!.roleArn;
+      expect(sa.metadata).toMatchObject({
+        name: `pulumi-stacks-${suffix}`,
+        namespace: "pulumi-stacks",
+        annotations: { "eks.amazonaws.com/role-arn": roleArn },
+      });
+    },
+  );
+
+  it("exports one identity per environment of stackEnvironments, and the preview identity, for kargo", () => {
+    const exported = plan.outputs.stackIdentities as Record<string, Record<string, string>>;
+    expect(Object.keys(exported)).toEqual(["dev", "dev2", "qa"]);
+    for (const [env, identity] of Object.entries(exported)) {
+      expect(identity.serviceAccountName).toBe(`pulumi-stacks-${env}`);
+      expect(identity.roleArn).toMatch(new RegExp(`^arn:aws:iam::\\d{12}:role/${identity.roleName}$`));
+    }
+    expect(plan.outputs.previewServiceAccountName).toBe("pulumi-stacks-preview");
+    expect(new Set(Object.values(exported).map((i) => i.roleName)).size).toBe(3);
     expect(ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")).toEqual([]);
   });
 
-  it("binds the stacks ServiceAccount to system:auth-delegator and the configured rules, never cluster-admin", () => {
-    const bindings = ofType(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding").map(
+  it("binds every identity to system:auth-delegator, and the program rules in the stacks namespace only", () => {
+    const clusterBindings = ofType(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding").map(
       (b) => b.inputs,
     );
-    expect(bindings.map((b) => (b.roleRef as { name: string }).name).sort()).toEqual([
-      "pulumi-stacks-programs",
-      "system:auth-delegator",
-    ]);
-    for (const binding of bindings) {
-      expect(binding.subjects).toEqual([
-        { kind: "ServiceAccount", name: "pulumi-stacks", namespace: "pulumi-stacks" },
-      ]);
-    }
-    expect(one(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs.rules).toEqual([
+    expect(clusterBindings.map((b) => (b.roleRef as { name: string }).name)).toEqual(
+      identities.map(() => "system:auth-delegator"),
+    );
+    expect(clusterBindings.map((b) => (b.subjects as { name: string }[])[0]!.name)).toEqual(
+      identities.map((s) => `pulumi-stacks-${s}`),
+    );
+    expect(ofType(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")).toEqual([]);
+
+    const role = (name: string) => one(plan, "kubernetes:rbac.authorization.k8s.io/v1:Role", name).inputs;
+    const binding = (name: string) =>
+      one(plan, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", name).inputs;
+    expect(role("stacks-programs").metadata).toMatchObject({ namespace: "pulumi-stacks" });
+    expect(role("stacks-programs").rules).toEqual([
       {
         apiGroups: [""],
         resources: ["configmaps"],
         verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
       },
     ]);
+    expect((binding("stacks-programs").subjects as { name: string }[]).map((s) => s.name)).toEqual([
+      "pulumi-stacks-dev",
+      "pulumi-stacks-dev2",
+      "pulumi-stacks-qa",
+    ]);
+    // Previews read what programs manage, and change nothing.
+    expect(role("stacks-previews").rules).toEqual([
+      { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] },
+    ]);
+    expect(binding("stacks-previews").subjects).toEqual([
+      { kind: "ServiceAccount", name: "pulumi-stacks-preview", namespace: "pulumi-stacks" },
+    ]);
+  });
+
+  it("grants the program rules cluster-wide only when stackRbacScope is cluster", async () => {
+    const clusterWide = await planProject("cluster-setup", { "cluster-setup:stackRbacScope": "cluster" });
+    expect(ofType(clusterWide, "kubernetes:rbac.authorization.k8s.io/v1:Role")).toEqual([]);
+    expect(
+      ofType(clusterWide, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").map((r) => r.name),
+    ).toEqual(expect.arrayContaining(["stacks-programs", "stacks-previews"]));
   });
 
   it("holds no AWS keys anywhere: the Pulumi token is the only Secret, and it is secret", () => {

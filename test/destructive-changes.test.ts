@@ -91,7 +91,16 @@ describe("which previews stop on destructive changes", () => {
       pulumiAccessTokenSecretName: pipeline.stacks.accessTokenSecret,
       cognitoAdminGroup: "platform-admins",
       cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
-    } as ClusterSetup;
+      region: "us-west-2",
+      cognitoRegion: "us-west-2",
+      stackIdentities: Object.fromEntries(
+        Object.keys(pipeline.environments).map((env) => [
+          env,
+          { serviceAccountName: `${pipeline.stacks.serviceAccountName}-${env}` },
+        ]),
+      ),
+      previewIdentity: { serviceAccountName: `${pipeline.stacks.serviceAccountName}-preview` },
+    } as unknown as ClusterSetup;
     expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow();
     const typo = validatePipeline(withEnvironments({ qa: { destructiveChangeApprovers: ["qa-aprovers"] } }));
     expect(() => checkAgainstClusterSetup(typo, setup)).toThrow(

@@ -57,7 +57,7 @@ describe("the supported Node.js", () => {
       [
         ...fs
           .readFileSync(file, "utf8")
-          .matchAll(/uses: actions\/setup-node@\S+\n\s+with:\n((?:\s+\S.*\n)+)/g),
+          .matchAll(/uses: actions\/setup-node@[^\n]+\n\s+with:\n((?:\s+\S.*\n)+)/g),
       ].map((m) => [path.basename(file), m[1]!] as const),
     );
     expect(setupNode.length).toBeGreaterThanOrEqual(2);
@@ -110,14 +110,75 @@ describe("GitHub workflows", () => {
     expect(paths.program).toEqual(["Pulumi.yaml", "Pulumi.*.yaml"]);
     const action = YAML.parse(fs.readFileSync(path.join(github, "actions", "pulumi", "action.yml"), "utf8"));
     const uses = action.runs.steps.map((s: { uses?: string }) => s.uses).filter(Boolean);
-    expect(uses).toEqual(
+    expect(uses.map((u: string) => u.split("@")[0])).toEqual(
       expect.arrayContaining([
-        "pulumi/auth-actions@v1",
-        "aws-actions/configure-aws-credentials@v4",
-        "pulumi/actions@v6",
+        "pulumi/auth-actions",
+        "aws-actions/configure-aws-credentials",
+        "pulumi/actions",
       ]),
     );
     expect(JSON.stringify(action)).not.toMatch(/PULUMI_ACCESS_TOKEN|AWS_SECRET_ACCESS_KEY/);
+  });
+
+  const rawFiles = () =>
+    [
+      ...fs.readdirSync(path.join(github, "workflows")).map((f) => path.join(github, "workflows", f)),
+      path.join(github, "actions", "pulumi", "action.yml"),
+    ].map((f) => [path.relative(repoRoot, f), fs.readFileSync(f, "utf8")] as const);
+
+  it("pin every third-party action by full commit SHA, with its version beside it", () => {
+    const pinned: Record<string, string> = {};
+    for (const [file, text] of rawFiles()) {
+      for (const [, action, ref, version] of text.matchAll(/uses:\s*([^\s@]+)@(\S+)(?:\s+#\s*(\S+))?/g)) {
+        if (action!.startsWith("./")) continue;
+        expect(ref, `${file}: ${action}`).toMatch(/^[0-9a-f]{40}$/);
+        expect(version, `${file}: ${action} names its version`).toMatch(/^v\d+\.\d+\.\d+$/);
+        pinned[action!] ??= ref!;
+        expect(pinned[action!], `${action} is pinned to one commit everywhere`).toBe(ref);
+      }
+    }
+    expect(Object.keys(pinned).sort()).toEqual([
+      "actions/checkout",
+      "actions/setup-node",
+      "aws-actions/configure-aws-credentials",
+      "dorny/paths-filter",
+      "pulumi/actions",
+      "pulumi/auth-actions",
+    ]);
+  });
+
+  it("grant id-token: write only to the jobs that log in with OIDC", () => {
+    for (const name of ["preview.yml", "deploy.yml", "ci.yml"]) {
+      const wf = workflow(name);
+      expect(wf.permissions, `${name} workflow-level permissions`).toEqual({ contents: "read" });
+      for (const [jobName, job] of Object.entries<any>(wf.jobs)) {
+        const logsIn = JSON.stringify(job.steps ?? []).includes("./.github/actions/pulumi");
+        expect(job.permissions?.["id-token"], `${name} job ${jobName}`).toBe(logsIn ? "write" : undefined);
+      }
+    }
+  });
+
+  it("run pull-request previews with credentials that cannot change state", () => {
+    const step = workflow("preview.yml").jobs.preview.steps.find(
+      (s: { uses?: string }) => s.uses === "./.github/actions/pulumi",
+    );
+    expect(step.with).toMatchObject({
+      "aws-role-arn": "${{ vars.AWS_PREVIEW_ROLE_ARN }}",
+      "pulumi-token-type": "urn:pulumi:token-type:access_token:team",
+      "pulumi-scope": "team:${{ vars.PULUMI_PREVIEW_TEAM }}",
+    });
+    for (const job of ["cluster", "cluster-setup", "kargo"]) {
+      const deployStep = workflow("deploy.yml").jobs[job].steps.at(-1);
+      expect(deployStep.with["aws-role-arn"]).toBe("${{ vars.AWS_DEPLOY_ROLE_ARN }}");
+      expect(deployStep.with).not.toHaveProperty("pulumi-scope");
+    }
+    const action = YAML.parse(fs.readFileSync(path.join(github, "actions", "pulumi", "action.yml"), "utf8"));
+    const auth = action.runs.steps.find((s: { uses?: string }) => s.uses?.startsWith("pulumi/auth-actions@"));
+    expect(auth.with).toEqual({
+      organization: "${{ inputs.pulumi-organization }}",
+      "requested-token-type": "${{ inputs.pulumi-token-type }}",
+      scope: "${{ inputs.pulumi-scope }}",
+    });
   });
 
   it("deploy cluster, then cluster-setup, then kargo, behind a protected environment", () => {

@@ -6,8 +6,9 @@ import { planChain, type ProjectName } from "../lib/plan/projects";
 export async function planProject(
   project: ProjectName,
   overrides: Record<string, unknown> = {},
+  secretKeys: string[] = [],
 ): Promise<ProgramPlan> {
-  const plans = await planChain({ project, overrides });
+  const plans = await planChain({ project, overrides, secretKeys });
   return plans[plans.length - 1]!;
 }
 
@@ -15,8 +16,9 @@ export async function planProject(
 export async function planError(
   project: ProjectName,
   overrides: Record<string, unknown>,
+  secretKeys: string[] = [],
 ): Promise<ProgramError> {
-  const error = await planProject(project, overrides).then(
+  const error = await planProject(project, overrides, secretKeys).then(
     () => undefined,
     (err: unknown) => err,
   );

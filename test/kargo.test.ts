@@ -3,7 +3,13 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { programPolicy } from "../kargo/programPolicy";
+import {
+  previewPolicy,
+  programActions,
+  programPolicy,
+  programReadActions,
+  programWriteActions,
+} from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { approverGroups, freightPaths, githubRepository, stackManifest } from "../lib/pipeline/derive";
 import { validatePipeline, type Pipeline } from "../lib/pipeline/model";
@@ -11,7 +17,7 @@ import { renderStacks } from "../lib/pipeline/stacks";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain, repoRoot } from "../lib/plan/projects";
-import { one, planProject } from "./helpers";
+import { ofType, one, planProject } from "./helpers";
 
 type Obj = { apiVersion: string; kind: string; metadata: Record<string, any>; spec: any; [k: string]: any };
 
@@ -383,20 +389,34 @@ describe("kargo project", () => {
   describe("Kargo itself", () => {
     const values = () => one(plan, "kubernetes:helm.sh/v3:Release").inputs.values as any;
 
-    it("installs the pinned chart with a generated admin account", () => {
+    it("installs the pinned chart with the break-glass admin login off by default", async () => {
       const release = one(plan, "kubernetes:helm.sh/v3:Release").inputs;
       expect(release).toMatchObject({
         chart: "oci://ghcr.io/akuity/kargo-charts/kargo",
         version: "1.11.2",
         namespace: "kargo",
       });
-      expect(values().api.adminAccount).toEqual({
+      expect(values().api.adminAccount).toEqual({ enabled: false });
+      // No admin password or token signing key is generated (the webhook's secret is, webhook.test.ts).
+      expect(
+        ofType(plan, "random:index/randomPassword:RandomPassword").filter((r) => r.name.startsWith("kargo-")),
+      ).toEqual([]);
+      expect(plan.outputs).not.toHaveProperty("kargoAdminPassword");
+      expect(plan.upstream.secretOutputNames).toEqual(["githubWebhookSecret"]);
+
+      // Asked for, it has a generated password, short-lived tokens, and the password is a secret output.
+      const withAdmin = await planProject("kargo", { "kargo:kargoAdminAccount": true });
+      const adminValues = (one(withAdmin, "kubernetes:helm.sh/v3:Release").inputs.values as any).api;
+      expect(adminValues.adminAccount).toEqual({
         enabled: true,
         passwordHash: "[secret]",
         tokenSigningKey: "[secret]",
-        tokenTTL: "24h",
+        tokenTTL: "1h",
       });
-      expect(plan.upstream.secretOutputNames.sort()).toEqual(["githubWebhookSecret", "kargoAdminPassword"]);
+      expect(withAdmin.upstream.secretOutputNames.sort()).toEqual([
+        "githubWebhookSecret",
+        "kargoAdminPassword",
+      ]);
     });
 
     it("signs in with a public Cognito client, the same for UI and CLI, admins by group claim", () => {
@@ -450,22 +470,42 @@ describe("kargo project", () => {
     });
   });
 
-  it("grants the stacks' role exactly what the promoted program needs", () => {
-    const policy = one(plan, "aws:iam/rolePolicy:RolePolicy");
-    expect(policy.inputs.role).toBe(setup.outputs.stackRoleName);
-    const document = JSON.parse(String(policy.inputs.policy));
-    expect(document).toEqual(programPolicy(pipeline));
-    for (const statement of document.Statement) {
-      expect(statement.Resource).toBe("arn:aws:s3:::infra-program-*");
-      for (const action of statement.Action) expect(action).toMatch(/^s3:[A-Z]/);
+  it("gives each environment's role the program policy on that environment's buckets only, and previews a read-only one", () => {
+    const identities = setup.outputs.stackIdentities as Record<string, { roleName: string }>;
+    const policies = ofType(plan, "aws:iam/rolePolicy:RolePolicy");
+    expect(policies.map((p) => p.name)).toEqual([
+      "promoted-program-dev",
+      "promoted-program-dev2",
+      "promoted-program-qa",
+      "promoted-program-preview",
+    ]);
+    for (const env of ["dev", "dev2", "qa"]) {
+      const policy = policies.find((p) => p.name === `promoted-program-${env}`)!;
+      expect(policy.inputs.role).toBe(identities[env]!.roleName);
+      const document = JSON.parse(String(policy.inputs.policy));
+      expect(document).toEqual(programPolicy(pipeline, env));
+      for (const statement of document.Statement) {
+        expect(statement.Resource).toBe(`arn:aws:s3:::infra-program-${env}-*`);
+        for (const action of statement.Action) expect(action).toMatch(/^s3:[A-Z]/);
+      }
     }
+    const preview = policies.find((p) => p.name === "promoted-program-preview")!;
+    expect(preview.inputs.role).toBe(setup.outputs.previewRoleName);
+    const readOnly = JSON.parse(String(preview.inputs.policy));
+    expect(readOnly.Statement).toHaveLength(1);
+    expect(readOnly.Statement[0].Action).toEqual(programReadActions);
+    for (const action of readOnly.Statement[0].Action) expect(action).toMatch(/^s3:(Get|List)/);
     const program = YAML.parse(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
     expect(program.resources.bucket.properties.bucketPrefix).toBe("${pulumi.project}-${pulumi.stack}-");
   });
 
   it("rejects a pipeline that disagrees with cluster-setup, naming both sides", () => {
     const outputs = setup.upstream.outputs as Record<string, any>;
-    const agreeing = { ...outputs, network: {} } as unknown as ClusterSetup;
+    const agreeing = {
+      ...outputs,
+      network: {},
+      previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
+    } as unknown as ClusterSetup;
     expect(() => checkAgainstClusterSetup(pipeline, agreeing)).not.toThrow();
     const disagreeing = {
       ...agreeing,
@@ -552,7 +592,10 @@ describe("stacks/", () => {
     for (const m of manifests()) {
       expect(m.metadata.name.length).toBeLessThanOrEqual(42);
       expect(m.metadata.annotations["argocd.argoproj.io/sync-options"]).toBe("Prune=false,Delete=false");
-      expect(m.spec.serviceAccountName).toBe(setupDefaults.stackServiceAccount);
+      // Each environment's own identity for an update, the read-only one for a preview.
+      const stage = pipeline.stages.find((s) => s.name === m.metadata.labels["app.kubernetes.io/instance"]);
+      const suffix = stage!.kind === "preview" ? "preview" : (stage as { environment: string }).environment;
+      expect(m.spec.serviceAccountName).toBe(`${setupDefaults.stackServiceAccount}-${suffix}`);
       expect(Object.keys(m.spec.envRefs)).toEqual(["PULUMI_ACCESS_TOKEN"]);
       expect(JSON.stringify(m)).not.toMatch(/AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY/);
       expect(m.spec.workspaceTemplate.spec.image).toMatch(/^pulumi\/pulumi-base:\d+\.\d+\.\d+$/);
@@ -588,3 +631,64 @@ describe("stacks/", () => {
 });
 
 const setupDefaults = { stackServiceAccount: "pulumi-stacks" };
+
+describe("the promoted program's policy", () => {
+  const pipeline = validatePipeline(definition);
+  const program = YAML.parse(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
+  const declaredTypes = [...new Set(Object.values<{ type: string }>(program.resources).map((r) => r.type))];
+
+  it("has the provider's action list for every resource type the program declares, and no other", () => {
+    expect(Object.keys(programActions).sort()).toEqual(declaredTypes.sort());
+    for (const type of declaredTypes) {
+      expect(programActions[type]!.read.length, type).toBeGreaterThan(0);
+      expect(programActions[type]!.write.length, type).toBeGreaterThan(0);
+    }
+  });
+
+  it("lists exact actions: no wildcard, no bucket policy or ACL writes that could undo the public-access block", () => {
+    const actions = [...programReadActions, ...programWriteActions];
+    for (const action of actions) expect(action).toMatch(/^s3:[A-Za-z]+$/);
+    for (const forbidden of [
+      "s3:PutBucketPolicy",
+      "s3:PutBucketAcl",
+      "s3:DeleteBucketPolicy",
+      "s3:PutObject",
+    ])
+      expect(actions).not.toContain(forbidden);
+    // The S3 Control tagging calls the provider tries first, and the bucket tagging API it falls back to.
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "s3:ListTagsForResource",
+        "s3:TagResource",
+        "s3:UntagResource",
+        "s3:PutBucketTagging",
+      ]),
+    );
+  });
+
+  it("scopes each environment to its own stack's buckets in the role's own account", () => {
+    const dev = programPolicy(pipeline, "dev") as { Statement: any[] };
+    const all = dev.Statement.flatMap((s) => s.Action);
+    expect(new Set(all)).toEqual(new Set([...programReadActions, ...programWriteActions]));
+    for (const statement of dev.Statement)
+      expect(statement.Resource).toBe("arn:aws:s3:::infra-program-dev-*");
+    const managed = dev.Statement.find((s) => s.Sid === "ManageProgramBuckets");
+    expect(managed.Condition).toEqual({ StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } });
+    expect(dev.Statement.find((s) => s.Sid === "CreateProgramBuckets").Action).toEqual([
+      "s3:CreateBucket",
+      "s3:TagResource",
+    ]);
+    expect(() => programPolicy(pipeline, "prod")).toThrow(/no environment "prod"/);
+  });
+
+  it("lets previews read every environment's buckets and change nothing", () => {
+    const preview = previewPolicy(pipeline) as { Statement: any[] };
+    expect(preview.Statement).toHaveLength(1);
+    expect(preview.Statement[0].Resource).toEqual([
+      "arn:aws:s3:::infra-program-dev-*",
+      "arn:aws:s3:::infra-program-dev2-*",
+      "arn:aws:s3:::infra-program-qa-*",
+    ]);
+    for (const action of preview.Statement[0].Action) expect(programWriteActions).not.toContain(action);
+  });
+});

@@ -188,7 +188,7 @@ describe("the kargo program", () => {
   it("rejects bad config before registering anything", async () => {
     const error = await planError("kargo", { "kargo:kargoHostname": "https://kargo.example.com" });
     expect(error.message).toMatch(
-      /kargo:kargoHostname: must be a DNS name such as kargo\.example\.com, without a scheme/,
+      /kargo:kargoHostname: must be a DNS name such as kargo\.example\.com: .*no scheme or port/,
     );
   });
   it("requires the git token as a secret", async () => {

@@ -143,7 +143,7 @@ describe("npm run plan", () => {
       expect(result.stdout).toMatch(
         /values\.api\.oidc\.admins\.claims\.cognito:groups = \["platform-admins"\]/,
       );
-      expect(result.stdout).toContain('values.api.adminAccount.passwordHash = "[secret]"');
+      expect(result.stdout).toContain('values.configs.secret.argocdServerAdminPassword = "[secret]"');
     });
 
     it("the keys of each Secret, never its values", () => {

@@ -30,7 +30,7 @@ export interface ArgoCdArgs {
   stacksNamespace: string;
   /** Name of that AppProject. */
   projectName: string;
-  values?: Values;
+  values?: pulumi.Input<Values>;
 }
 
 /** Argo CD with a Stack health check, and an AppProject confined to the stacks repository and namespace. */

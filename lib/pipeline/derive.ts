@@ -536,6 +536,16 @@ export function applicationSpec(
 }
 
 /**
+ * The ServiceAccount a stage's Stack runs under: the environment's own identity for an update, the read-only
+ * one for a preview (cluster-setup names them `<stacks.serviceAccountName>-<environment>` and `-preview`).
+ * PKO runs the workspace pod as it (pulumi-kubernetes-operator v2.9.0,
+ * operator/internal/controller/pulumi/stack_controller.go), so it carries the stage's IRSA role.
+ */
+export function stackServiceAccount(p: Pipeline, s: EnvironmentStage): string {
+  return `${p.stacks.serviceAccountName}-${s.kind === "preview" ? "preview" : s.environment}`;
+}
+
+/**
  * The PKO Stack manifest template of an environment stage, committed to `stacks/<stage>.yaml` on main. It has
  * no `commit`: a promotion copies it from the Freight's commit to the stage's branch and sets `spec.commit`
  * there. Without a commit (and without a branch) PKO refuses to run it (pulumi-kubernetes-operator v2.9.0
@@ -550,7 +560,7 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
     gitAuth: {
       accessToken: { type: "Secret", secret: { name: p.stacks.gitCredentialsSecret, key: "accessToken" } },
     },
-    serviceAccountName: p.stacks.serviceAccountName,
+    serviceAccountName: stackServiceAccount(p, s),
     envRefs: {
       PULUMI_ACCESS_TOKEN: {
         type: "Secret",

@@ -209,7 +209,9 @@ export class ProgramError extends Error {
  * program is required from `projectDir` exactly as the CLI runs it; nothing is copied.
  */
 export async function planProgram(options: PlanProgramOptions): Promise<ProgramPlan> {
-  const region = String(options.config["aws:region"] ?? "us-west-2");
+  // No region is substituted: a program that needs one and has none fails, as a deploy would.
+  const region =
+    options.config["aws:region"] === undefined ? undefined : String(options.config["aws:region"]);
   const mocks = new PlanMocks(region, options.upstream);
   settings._reset();
   await pulumi.runtime.setMocks(mocks, options.project, options.stack, false);

@@ -30,10 +30,22 @@ const hex = (seed: string, length: number): string => {
  */
 export class PlanMocks implements pulumi.runtime.Mocks {
   constructor(
-    private readonly region: string,
+    /** `aws:region` of the stack; undefined when the stack sets none. */
+    private readonly configRegion: string | undefined,
     /** Upstream stacks by their `org/project/stack` name; matched on the project part. */
     private readonly upstream: Record<string, UpstreamStack> = {},
   ) {}
+
+  /**
+   * The region resources are named in: the stack's, or for a project whose AWS provider takes its region from
+   * upstream (kargo), the region upstream exported.
+   */
+  private get region(): string {
+    const upstreamRegion = Object.values(this.upstream)
+      .map((u) => u.outputs.region)
+      .find((r): r is string => typeof r === "string");
+    return this.configRegion ?? upstreamRegion ?? "no-region";
+  }
 
   newResource(args: pulumi.runtime.MockResourceArgs): {
     id: string | undefined;
@@ -54,6 +66,8 @@ export class PlanMocks implements pulumi.runtime.Mocks {
   call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
     switch (args.token) {
       case "aws:index/getRegion:getRegion":
+        if (this.configRegion === undefined)
+          throw new Error("aws:region is not set: set it with pulumi config set aws:region <region>");
         return { id: this.region, name: this.region, region: this.region };
       case "aws:index/getPartition:getPartition":
         return { id: "aws", partition: "aws", dnsSuffix: "amazonaws.com" };

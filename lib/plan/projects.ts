@@ -57,14 +57,16 @@ export function readStackConfig(project: ProjectName, stackFile?: string): Stack
     if (value !== undefined) values[qualify(key)] = value;
   }
 
-  let stackYaml: { config?: Record<string, unknown> };
-  try {
-    stackYaml = YAML.parse(fs.readFileSync(file, "utf8")) ?? {};
-  } catch (err) {
-    throw new Error(`cannot read stack config ${file}: ${(err as Error).message}`);
-  }
-  for (const [key, value] of Object.entries(stackYaml.config ?? {})) {
+  const stackConfig = readStackFile(file);
+  for (const [key, value] of Object.entries(stackConfig)) {
     const isEncrypted = typeof value === "object" && value !== null && "secure" in value;
+    // Like the CLI: a key the project declares secret is refused in plaintext.
+    if (declaredSecrets.has(qualify(key)) && !isEncrypted) {
+      throw new StackFileError(
+        file,
+        `${qualify(key)} must be encrypted as it's secret; set it with pulumi config set --secret ${key.replace(/^[^:]*:/, "")} <value>`,
+      );
+    }
     values[qualify(key)] = isEncrypted ? PLACEHOLDER_SECRET : value;
     if (isEncrypted) secretKeys.add(qualify(key));
   }
@@ -75,6 +77,43 @@ export function readStackConfig(project: ProjectName, stackFile?: string): Stack
   return { stack, values, secretKeys: [...secretKeys] };
 }
 
+/** A stack file the Pulumi CLI could not use; raised before any program runs. */
+export class StackFileError extends Error {
+  constructor(
+    readonly file: string,
+    problem: string,
+  ) {
+    super(`stack config ${file}: ${problem}`);
+    this.name = "StackFileError";
+  }
+}
+
+const kindOf = (v: unknown) => (v === null ? "empty" : Array.isArray(v) ? "a list" : `a ${typeof v}`);
+const isMap = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The `config:` map of a stack file, after checking the file has the shape the CLI reads. */
+function readStackFile(file: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = YAML.parse(fs.readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new StackFileError(file, `cannot be read as YAML: ${(err as Error).message}`);
+  }
+  const shape = "a stack file is a map with a `config:` map of <namespace>:<key>: <value>";
+  if (parsed === null || parsed === undefined) throw new StackFileError(file, `is empty; ${shape}`);
+  if (!isMap(parsed)) throw new StackFileError(file, `is ${kindOf(parsed)}, not a map; ${shape}`);
+  const unknown = Object.keys(parsed).filter(
+    (k) => !["config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"].includes(k),
+  );
+  if (unknown.length > 0)
+    throw new StackFileError(file, `has unknown top-level key(s) ${unknown.join(", ")}; ${shape}`);
+  if (parsed.config === undefined || parsed.config === null) return {};
+  if (!isMap(parsed.config))
+    throw new StackFileError(file, `its config is ${kindOf(parsed.config)}, not a map; ${shape}`);
+  return parsed.config;
+}
+
 export interface PlanRequest {
   /** Plan the projects up to and including this one (default: all). */
   project?: ProjectName;
@@ -82,6 +121,8 @@ export interface PlanRequest {
   configFile?: string;
   /** Config overrides (`ns:key` → value) for the last planned project, applied over the stack file. */
   overrides?: Record<string, unknown>;
+  /** Keys of the last planned project to hand over as secrets, as `pulumi config set --secret` would. */
+  secretKeys?: string[];
 }
 
 /**
@@ -101,7 +142,10 @@ export async function planChain(request: PlanRequest = {}): Promise<ProgramPlan[
   for (const project of projectOrder.slice(0, projectOrder.indexOf(last) + 1)) {
     const isLast = project === last;
     const isExample =
-      !isLast || (request.configFile === undefined && Object.keys(request.overrides ?? {}).length === 0);
+      !isLast ||
+      (request.configFile === undefined &&
+        Object.keys(request.overrides ?? {}).length === 0 &&
+        (request.secretKeys ?? []).length === 0);
     let plan = isExample ? examplePlans.get(project) : undefined;
     if (!plan) {
       const config = readStackConfig(project, isLast ? request.configFile : undefined);
@@ -110,7 +154,7 @@ export async function planChain(request: PlanRequest = {}): Promise<ProgramPlan[
         project,
         stack: config.stack,
         config: { ...config.values, ...(isLast ? request.overrides : {}) },
-        secretKeys: config.secretKeys,
+        secretKeys: [...config.secretKeys, ...(isLast ? (request.secretKeys ?? []) : [])],
         upstream,
       });
       if (isExample) examplePlans.set(project, plan);

@@ -1,0 +1,559 @@
+// Bad stack configs as a hostile or careless user would write them: each is refused with a message naming the
+// key and what is allowed, before any resource is registered, and without repeating a secret.
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { clusterSetupConfigSchema } from "../cluster-setup/config";
+import { pipeline as definition } from "../kargo/pipeline";
+import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
+import { validatePipeline } from "../lib/pipeline/model";
+import { planProgram, ProgramError } from "../lib/plan/harness";
+import { planChain, readStackConfig, repoRoot, StackFileError, type ProjectName } from "../lib/plan/projects";
+import { one, planError, planProject } from "./helpers";
+
+type Case = [name: string, overrides: Record<string, unknown>, message: RegExp, secretKeys?: string[]];
+
+const many = (n: number, make: (i: number) => string) => Array.from({ length: n }, (_, i) => make(i));
+const rule = (r: Record<string, unknown>) => ({ "cluster-setup:stackRbacRules": [r] });
+
+const cases: Record<ProjectName, Case[]> = {
+  cluster: [
+    [
+      "a region AWS does not have",
+      { "aws:region": "us-west-9" },
+      /aws:region: "us-west-9" is not an AWS region; allowed: .*us-west-2/,
+    ],
+    [
+      "no region",
+      { "aws:region": undefined },
+      /aws:region: is required; set it with pulumi config set aws:region <region>/,
+    ],
+    [
+      "a typo of the project namespace",
+      { "clustr:vpcCidr": "10.1.0.0/16" },
+      /clustr:vpcCidr: namespace "clustr" looks like a typo of "cluster" and would be ignored; did you mean cluster:vpcCidr\?/,
+    ],
+    [
+      "the project namespace capitalized",
+      { "Cluster:nodeMaxSize": 5 },
+      /Cluster:nodeMaxSize: namespace "Cluster" looks like a typo of "cluster"/,
+    ],
+    [
+      "another project's key",
+      { "cluster-setup:stacksNamespace": "x" },
+      /cluster-setup:stacksNamespace: belongs to project "cluster-setup", not "cluster", and would be ignored/,
+    ],
+    [
+      "a Kubernetes version EKS retired",
+      { "cluster:kubernetesVersion": "1.29" },
+      /cluster:kubernetesVersion: must be a Kubernetes minor version EKS offers: 1\.31, 1\.32, .*1\.35/,
+    ],
+    [
+      "a Kubernetes version that does not exist",
+      { "cluster:kubernetesVersion": "1.99" },
+      /cluster:kubernetesVersion: must be a Kubernetes minor version EKS offers/,
+    ],
+    [
+      "octets and prefix out of range",
+      { "cluster:vpcCidr": "999.999.999.999/99" },
+      /cluster:vpcCidr: "999\.999\.999\.999\/99" is not an IPv4 CIDR such as/,
+    ],
+    [
+      "a loopback VPC",
+      { "cluster:vpcCidr": "127.0.0.0/16" },
+      /cluster:vpcCidr: "127\.0\.0\.0\/16" is not in a private range \(10\.0\.0\.0\/8/,
+    ],
+    [
+      "loopback as a public range",
+      { "cluster:publicAccessCidrs": ["127.0.0.0/8"] },
+      /cluster:publicAccessCidrs \(at 0\): "127\.0\.0\.0\/8" is a loopback range, which never reaches an internet-facing endpoint; list public ranges, or 0\.0\.0\.0\/0/,
+    ],
+    [
+      "multicast as a public range",
+      { "cluster:publicAccessCidrs": ["224.0.0.0/4"] },
+      /cluster:publicAccessCidrs \(at 0\): "224\.0\.0\.0\/4" is a multicast range/,
+    ],
+    [
+      "a reserved range as a public one",
+      { "cluster:publicAccessCidrs": ["240.0.0.0/4"] },
+      /cluster:publicAccessCidrs \(at 0\): "240\.0\.0\.0\/4" is a reserved range/,
+    ],
+    [
+      "carrier-grade NAT as a public range",
+      { "cluster:publicAccessCidrs": ["100.64.0.0/10"] },
+      /cluster:publicAccessCidrs \(at 0\): "100\.64\.0\.0\/10" is a carrierGradeNat range/,
+    ],
+    [
+      "an allow-list CIDR with host bits",
+      { "cluster:publicAccessCidrs": ["203.0.113.7/24"] },
+      /cluster:publicAccessCidrs \(at 0\): "203\.0\.113\.7\/24" has host bits set; use its network address 203\.0\.113\.0\/24/,
+    ],
+    [
+      "more public CIDRs than EKS takes",
+      { "cluster:publicAccessCidrs": many(41, (i) => `198.51.${i}.0/24`) },
+      /cluster:publicAccessCidrs: must list at most 40 CIDRs \(EKS accepts at most 40/,
+    ],
+    [
+      "a repeated public CIDR",
+      { "cluster:publicAccessCidrs": ["8.8.8.0/24", "8.8.8.0/24"] },
+      /cluster:publicAccessCidrs: must not repeat a CIDR/,
+    ],
+    [
+      "5000 instance types",
+      { "cluster:nodeInstanceTypes": many(5000, (i) => `m${i}.large`) },
+      /cluster:nodeInstanceTypes: must list at most 20 EC2 instance types/,
+    ],
+    [
+      "a repeated instance type",
+      { "cluster:nodeInstanceTypes": ["t4g.medium", "t4g.medium"] },
+      /cluster:nodeInstanceTypes: must not repeat an instance type/,
+    ],
+    [
+      "51 admin roles",
+      { "cluster:clusterAdminRoleArns": many(51, (i) => `arn:aws:iam::123456789012:role/A${i}`) },
+      /cluster:clusterAdminRoleArns: must list at most 50 roles/,
+    ],
+    [
+      "a plain key set as a secret",
+      { "cluster:vpcCidr": "10.9.0.0/16" },
+      /cluster:vpcCidr: is set as a secret, but the program uses it in resource names and plain properties where it cannot stay secret; set it without --secret/,
+      ["cluster:vpcCidr"],
+    ],
+  ],
+  "cluster-setup": [
+    ["no region", { "aws:region": undefined }, /aws:region: is required/],
+    [
+      "a typo of the project namespace",
+      { "cluster-setpu:clusterStack": "a/b/c" },
+      /cluster-setpu:clusterStack: namespace "cluster-setpu" looks like a typo of "cluster-setup".*did you mean cluster-setup:clusterStack\?/,
+    ],
+    [
+      "kube-system as the stacks namespace",
+      { "cluster-setup:stacksNamespace": "kube-system" },
+      /cluster-setup:stacksNamespace: must be a namespace of its own, not the cluster's or an add-on's \(default, kube-system, .*argocd.*\): the stack owns it/,
+    ],
+    [
+      "default as the stacks namespace",
+      { "cluster-setup:stacksNamespace": "default" },
+      /cluster-setup:stacksNamespace: must be a namespace of its own/,
+    ],
+    [
+      "Argo CD's namespace",
+      { "cluster-setup:stacksNamespace": "argocd" },
+      /cluster-setup:stacksNamespace: must be a namespace of its own/,
+    ],
+    [
+      "cert-manager's namespace",
+      { "cluster-setup:stacksNamespace": "cert-manager" },
+      /cluster-setup:stacksNamespace: must be a namespace of its own/,
+    ],
+    [
+      "the operator's namespace",
+      { "cluster-setup:stacksNamespace": "pulumi-kubernetes-operator" },
+      /cluster-setup:stacksNamespace: must be a namespace of its own/,
+    ],
+    [
+      "Kargo's namespace",
+      { "cluster-setup:stacksNamespace": "kargo" },
+      /cluster-setup:stacksNamespace: must be a namespace of its own/,
+    ],
+    [
+      "a kube- namespace",
+      { "cluster-setup:stacksNamespace": "kube-stacks" },
+      /cluster-setup:stacksNamespace: must be a namespace of its own.*kube-\*/,
+    ],
+    [
+      "every verb listed one by one",
+      rule({
+        apiGroups: [""],
+        resources: ["pods"],
+        verbs: ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind"],
+      }),
+      /cluster-setup:stackRbacRules \(at 0\.verbs\): must list at most 8 verbs/,
+    ],
+    [
+      "bind on cluster role bindings",
+      rule({
+        apiGroups: ["rbac.authorization.k8s.io"],
+        resources: ["clusterrolebindings"],
+        verbs: ["create", "bind"],
+      }),
+      /cluster-setup:stackRbacRules \(at 0\): grants bind, which let a program give itself more permissions/,
+    ],
+    [
+      "escalate on roles",
+      rule({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["escalate"] }),
+      /cluster-setup:stackRbacRules \(at 0\): grants escalate/,
+    ],
+    [
+      "impersonate",
+      rule({ apiGroups: [""], resources: ["users"], verbs: ["impersonate"] }),
+      /cluster-setup:stackRbacRules \(at 0\): grants impersonate/,
+    ],
+    [
+      "secrets cluster-wide",
+      {
+        ...rule({ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }),
+        "cluster-setup:stackRbacScope": "cluster",
+      },
+      /cluster-setup:stackRbacRules \(at 0\): grants secrets cluster-wide/,
+    ],
+    [
+      "every Secret of the stacks namespace",
+      rule({ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }),
+      /cluster-setup:stackRbacRules \(at 0\): grants every Secret in the stacks namespace, which holds the Pulumi and git tokens; name the Secrets in resourceNames/,
+    ],
+    [
+      "writes to RBAC",
+      rule({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["rolebindings"], verbs: ["create"] }),
+      /cluster-setup:stackRbacRules \(at 0\): writes to rbac\.authorization\.k8s\.io, which changes who may do what; grant only get, list and watch there/,
+    ],
+    [
+      "an unknown verb",
+      rule({ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "nuke"] }),
+      /cluster-setup:stackRbacRules \(at 0\): has unknown verb\(s\) nuke; allowed verbs are get, list, watch, create, update, patch, delete, deletecollection/,
+    ],
+    [
+      "a wildcard resource",
+      rule({ apiGroups: [""], resources: ["*"], verbs: ["get"] }),
+      /cluster-setup:stackRbacRules \(at 0\): has a wildcard in resources/,
+    ],
+    [
+      "a wildcard verb",
+      rule({ apiGroups: ["apps"], resources: ["deployments"], verbs: ["*"] }),
+      /cluster-setup:stackRbacRules \(at 0\): has a wildcard in verbs/,
+    ],
+    [
+      "minting ServiceAccount tokens",
+      rule({ apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"] }),
+      /cluster-setup:stackRbacRules \(at 0\): grants serviceaccounts\/token, which reach other identities or nodes/,
+    ],
+    [
+      "exec into pods",
+      rule({ apiGroups: [""], resources: ["pods/exec"], verbs: ["create"] }),
+      /cluster-setup:stackRbacRules \(at 0\): grants pods\/exec/,
+    ],
+    [
+      "resourceNames with list",
+      rule({ apiGroups: [""], resources: ["configmaps"], verbs: ["list"], resourceNames: ["a"] }),
+      /cluster-setup:stackRbacRules \(at 0\): uses resourceNames with list, which Kubernetes cannot narrow by name/,
+    ],
+    [
+      "an unknown RBAC scope",
+      { "cluster-setup:stackRbacScope": "global" },
+      /cluster-setup:stackRbacScope: allowed values are "namespace" \(a Role in the stacks namespace, the default\) and "cluster"/,
+    ],
+    [
+      "more managed policies than IAM attaches",
+      { "cluster-setup:stackPolicyArns": many(20, (i) => `arn:aws:iam::123456789012:policy/P${i}`) },
+      /cluster-setup:stackPolicyArns: must list at most 19 policies: IAM attaches at most 20 managed policies to a role/,
+    ],
+    [
+      "administrator access for every program",
+      { "cluster-setup:stackPolicyArns": ["arn:aws:iam::aws:policy/AdministratorAccess"] },
+      /cluster-setup:stackPolicyArns: must not grant administrator, power-user or IAM-wide access/,
+    ],
+    [
+      "an environment named preview",
+      { "cluster-setup:stackEnvironments": ["dev", "preview"] },
+      /cluster-setup:stackEnvironments: "preview" names the read-only identity previews run under/,
+    ],
+    [
+      "a repeated environment",
+      { "cluster-setup:stackEnvironments": ["dev", "dev"] },
+      /cluster-setup:stackEnvironments: must not repeat an environment/,
+    ],
+    [
+      "an environment that is not a DNS label",
+      { "cluster-setup:stackEnvironments": ["QA"] },
+      /cluster-setup:stackEnvironments \(at 0\): must be a DNS label/,
+    ],
+    [
+      "ServiceAccount names past 63 characters",
+      { "cluster-setup:stackServiceAccount": "s".repeat(60) },
+      /cluster-setup:stackEnvironments: gives ServiceAccount "s{60}-dev" \(64 characters; at most 63\)/,
+    ],
+    [
+      "a plain key set as a secret",
+      { "cluster-setup:stacksNamespace": "team-stacks" },
+      /cluster-setup:stacksNamespace: is set as a secret, .*keys that may be secret: argoCdValues, argoRolloutsValues, certManagerValues, pulumiAccessToken, pulumiOperatorValues/,
+      ["cluster-setup:stacksNamespace"],
+    ],
+  ],
+  kargo: [
+    [
+      "a region AWS does not have",
+      { "aws:region": "mars-east-1" },
+      /aws:region: "mars-east-1" is not an AWS region/,
+    ],
+    [
+      "a typo of the project namespace",
+      { "kargoo:kargoHostname": "kargo.example.com" },
+      /kargoo:kargoHostname: namespace "kargoo" looks like a typo of "kargo".*did you mean kargo:kargoHostname\?/,
+    ],
+    [
+      "a hostname label past 63 characters",
+      { "kargo:kargoHostname": `${"a".repeat(64)}.example.com` },
+      /kargo:kargoHostname: has a label of more than 63 characters/,
+    ],
+    [
+      "a hostname past 253 characters",
+      { "kargo:kargoHostname": many(5, () => "a".repeat(60)).join(".") + ".com" },
+      /kargo:kargoHostname: is 308 characters; a DNS name has at most 253/,
+    ],
+    [
+      "a hostname with a scheme",
+      { "kargo:kargoHostname": "https://kargo.example.com" },
+      /kargo:kargoHostname: must be a DNS name such as kargo\.example\.com: .*no scheme or port/,
+    ],
+    [
+      "a hostname of one label",
+      { "kargo:kargoHostname": "kargo" },
+      /kargo:kargoHostname: must be a fully qualified DNS name/,
+    ],
+    [
+      "an allowed CIDR that is not one",
+      { "kargo:kargoAllowedCidrs": ["999.999.999.999/99"] },
+      /kargo:kargoAllowedCidrs \(at 0\): "999\.999\.999\.999\/99" is not an IPv4 CIDR/,
+    ],
+    [
+      "a private range on the internet-facing load balancer",
+      { "kargo:kargoAllowedCidrs": ["10.0.0.0/8"] },
+      /kargo:kargoAllowedCidrs \(at 0\): "10\.0\.0\.0\/8" is a private range, which never reaches an internet-facing endpoint/,
+    ],
+    [
+      "more CIDRs than a security group holds",
+      { "kargo:kargoAllowedCidrs": many(61, (i) => `198.51.${i}.0/24`) },
+      /kargo:kargoAllowedCidrs: must list at most 60 CIDRs \(each is one rule of the load balancer's security group/,
+    ],
+    [
+      "a git username with a control character",
+      { "kargo:gitUsername": "git\nX-Injected: 1" },
+      /kargo:gitUsername: must be printable characters without spaces, control characters or ':'/,
+    ],
+    [
+      "a git username with a colon",
+      { "kargo:gitUsername": "git:x" },
+      /kargo:gitUsername: must be printable characters without spaces, control characters or ':' \(it travels in HTTP basic auth\)/,
+    ],
+    [
+      "an admin switch that is not a boolean",
+      { "kargo:kargoAdminAccount": "yes" },
+      /kargo:kargoAdminAccount: Invalid input: expected boolean/,
+    ],
+    [
+      "a token with spaces",
+      { "kargo:gitToken": "ghp_abc def" },
+      /kargo:gitToken: must be printable ASCII without spaces/,
+    ],
+  ],
+};
+
+for (const project of ["cluster", "cluster-setup", "kargo"] as const) {
+  describe(`${project} refuses hostile config before registering anything`, () => {
+    it.each(cases[project])("%s", async (_, overrides, message, secretKeys = []) => {
+      const error = await planError(project, overrides, secretKeys);
+      expect(error.message).toMatch(message);
+      expect(error.message).not.toMatch(/\n\s+at /); // no stack trace
+      for (const key of secretKeys) {
+        const value = overrides[key];
+        if (typeof value === "string") expect(error.message).not.toContain(value);
+      }
+    });
+  });
+}
+
+describe("a secret stays secret", () => {
+  it("never repeats a rejected secret value in the message", async () => {
+    const error = await planError("kargo", { "kargo:gitToken": "ghp_leak me" });
+    expect(error.message).toMatch(/kargo:gitToken:/);
+    expect(error.message).not.toContain("ghp_leak me");
+  });
+
+  it("keeps chart values a user sets with --secret secret in the Helm release", async () => {
+    const plan = await planProject(
+      "cluster-setup",
+      { "cluster-setup:argoCdValues": { configs: { secret: { extra: { token: "s3cr3t" } } } } },
+      ["cluster-setup:argoCdValues"],
+    );
+    const release = one(plan, "kubernetes:helm.sh/v3:Release", "argocd");
+    expect(release.inputs.values).toBe("[secret]");
+    expect(JSON.stringify(plan.resources)).not.toContain("s3cr3t");
+  });
+});
+
+describe("stack files the CLI could not read are refused with what is wrong", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "stack-files-"));
+  const stackFile = (name: string, text: string) => {
+    const file = path.join(dir, `Pulumi.${name}.yaml`);
+    fs.writeFileSync(file, text);
+    return file;
+  };
+  const fileCases: [string, ProjectName, string, RegExp][] = [
+    [
+      "a list",
+      "cluster",
+      "- aws:region: us-west-2\n",
+      /is a list, not a map; a stack file is a map with a `config:` map/,
+    ],
+    ["a scalar", "cluster", "us-west-2\n", /is a string, not a map/],
+    ["an empty file", "cluster", "", /is empty; a stack file is a map with a `config:` map/],
+    ["config that is a list", "cluster", "config:\n  - aws:region\n", /its config is a list, not a map/],
+    ["config that is a scalar", "kargo", "config: 5\n", /its config is a number, not a map/],
+    [
+      "a misspelt top-level key",
+      "cluster",
+      "confg:\n  aws:region: us-west-2\n",
+      /has unknown top-level key\(s\) confg/,
+    ],
+    [
+      "a secret in plaintext",
+      "cluster-setup",
+      "config:\n  aws:region: us-west-2\n  cluster-setup:clusterStack: a/cluster/b\n  cluster-setup:stacksRepoURL: https://github.com/a/b.git\n  cluster-setup:pulumiAccessToken: pul-plaintext\n",
+      /cluster-setup:pulumiAccessToken must be encrypted as it's secret; set it with pulumi config set --secret pulumiAccessToken <value>/,
+    ],
+  ];
+  it.each(fileCases)("%s", async (name, project, text, message) => {
+    const file = stackFile(name.replace(/\W+/g, "-"), text);
+    const error = await planChain({ project, configFile: file }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(StackFileError);
+    expect((error as Error).message).toContain(file);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toContain("pul-plaintext");
+  });
+
+  it("refuses a declared secret the program receives unencrypted, as the CLI would", async () => {
+    // The CLI refuses it in the stack file; the program refuses it too when handed one in the clear.
+    const upstream = { cluster: (await planChain({ project: "cluster" }))[0]!.upstream };
+    const config = readStackConfig("cluster-setup");
+    const error = await planProgram({
+      projectDir: path.join(repoRoot, "cluster-setup"),
+      project: "cluster-setup",
+      stack: "example",
+      config: config.values,
+      secretKeys: [],
+      upstream,
+    }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(ProgramError);
+    expect((error as ProgramError).registered).toEqual([]);
+    expect((error as Error).message).toMatch(
+      /cluster-setup:pulumiAccessToken: must be encrypted as it's secret; set it with pulumi config set --secret pulumiAccessToken <value>/,
+    );
+  });
+});
+
+describe("valid configs are never refused", () => {
+  it("accepts a rule narrowed with resourceNames, and the cluster scope when asked for", async () => {
+    const plan = await planProject("cluster-setup", {
+      "cluster-setup:stackRbacRules": [
+        { apiGroups: [""], resources: ["secrets"], verbs: ["get", "update"], resourceNames: ["app-config"] },
+        { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["get", "list"] },
+      ],
+    });
+    expect(one(plan, "kubernetes:rbac.authorization.k8s.io/v1:Role", "stacks-programs").inputs.rules).toEqual(
+      [
+        { apiGroups: [""], resources: ["secrets"], verbs: ["get", "update"], resourceNames: ["app-config"] },
+        { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["get", "list"] },
+      ],
+    );
+  });
+
+  it("treats optional read-only tokens left empty as not set", async () => {
+    const plan = await planProject("kargo", { "kargo:gitReadToken": "", "kargo:pulumiReadToken": "" });
+    expect(plan.resources.length).toBeGreaterThan(0);
+  });
+
+  it("accepts public allow-lists, any-address, and a hostname at the length limits", async () => {
+    const label = "a".repeat(63);
+    const plan = await planProject("kargo", {
+      "kargo:kargoAllowedCidrs": ["0.0.0.0/0", "8.8.8.0/24", ...many(58, (i) => `198.51.${i}.0/24`)],
+      "kargo:kargoHostname": `${label}.${label}.${label}.${"b".repeat(57)}.com`,
+    });
+    expect(plan.resources.length).toBeGreaterThan(0);
+  });
+});
+
+describe("the pipeline and cluster-setup's identities", () => {
+  const pipeline = validatePipeline(definition);
+  const identity = (env: string) => ({
+    serviceAccountName: `pulumi-stacks-${env}`,
+    roleName: `stacks-${env}`,
+    roleArn: `arn:aws:iam::123456789012:role/stacks-${env}`,
+  });
+  const setup = {
+    stacksRepoURL: pipeline.source.repoURL,
+    stacksNamespace: "pulumi-stacks",
+    stackServiceAccountName: "pulumi-stacks",
+    pulumiAccessTokenSecretName: "pulumi-access-token",
+    stackIdentities: { dev: identity("dev"), dev2: identity("dev2"), qa: identity("qa") },
+    previewIdentity: identity("preview"),
+    cognitoAdminGroup: "platform-admins",
+    cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+  } as unknown as ClusterSetup;
+
+  it("agree by default", () => expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow());
+
+  it("refuses an environment cluster-setup made no identity for", () => {
+    const { qa: _qa, ...withoutQa } = setup.stackIdentities;
+    expect(() => checkAgainstClusterSetup(pipeline, { ...setup, stackIdentities: withoutQa })).toThrow(
+      /environment "qa" has no identity in cluster-setup; add it to cluster-setup's stackEnvironments \(now dev, dev2\)/,
+    );
+  });
+
+  it("refuses a stage whose ServiceAccount is not the one cluster-setup made", () => {
+    const renamed = { ...setup, previewIdentity: identity("previews") };
+    expect(() => checkAgainstClusterSetup(pipeline, renamed)).toThrow(
+      /stage "devpreview" would run as ServiceAccount "pulumi-stacks-preview" but cluster-setup made "pulumi-stacks-previews"/,
+    );
+  });
+
+  it("refuses the Kargo project's namespace as the stacks namespace", () => {
+    const clash = { ...pipeline, stacks: { ...pipeline.stacks, namespace: pipeline.project } };
+    expect(() => checkAgainstClusterSetup(clash, { ...setup, stacksNamespace: pipeline.project })).toThrow(
+      /stacks\.namespace "infra" is Kargo's or the Kargo project's namespace/,
+    );
+  });
+});
+
+describe("cluster-setup's defaults fit the pipeline", () => {
+  it("makes an identity for exactly the environments kargo/pipeline.ts declares", () => {
+    const defaults = clusterSetupConfigSchema.parse({
+      clusterStack: "a/cluster/b",
+      pulumiAccessToken: "token",
+      stacksRepoURL: "https://github.com/a/b.git",
+    });
+    expect(defaults.stackEnvironments).toEqual(Object.keys(validatePipeline(definition).environments));
+    expect(defaults.cognitoMfa).toBe("ON");
+    expect(defaults.stackRbacScope).toBe("namespace");
+  });
+});
+
+describe("npm run plan with a broken stack file", () => {
+  it("exits 1 with what is wrong with the file, and no stack trace", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "plan-file-")), "Pulumi.bad.yaml");
+    fs.writeFileSync(file, "- cluster:vpcCidr: 10.0.0.0/16\n");
+    const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
+    const result = await promisify(execFile)(tsx, [
+      path.join(repoRoot, "lib/plan/cli.ts"),
+      "--project",
+      "cluster",
+      "--config",
+      file,
+    ]).then(
+      () => ({ code: 0, stderr: "" }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`plan failed: stack config ${file}: is a list, not a map`);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+});
