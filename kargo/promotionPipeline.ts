@@ -214,88 +214,50 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       );
     }
 
-    for (const role of approverRoles(p)) {
-      const account = new k8s.core.v1.ServiceAccount(
-        role.serviceAccount.name,
-        {
-          metadata: {
-            name: role.serviceAccount.name,
-            namespace: ns,
-            annotations: role.serviceAccount.annotations,
-          },
-        },
-        inProject,
-      );
-      const promoter = new k8s.rbac.v1.Role(
-        role.serviceAccount.name,
-        { metadata: { name: role.serviceAccount.name, namespace: ns }, rules: role.rules },
-        inProject,
-      );
-      const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace: ns }];
-      new k8s.rbac.v1.RoleBinding(
-        role.serviceAccount.name,
-        {
-          metadata: { name: role.serviceAccount.name, namespace: ns },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: promoter.metadata.name },
-          subjects,
-        },
-        inProject,
-      );
-      // Read access to the project, through the viewer role Kargo creates in every project.
-      new k8s.rbac.v1.RoleBinding(
-        `${role.serviceAccount.name}-viewer`,
-        {
-          metadata: { name: `${role.serviceAccount.name}-viewer`, namespace: ns },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "kargo-viewer" },
-          subjects,
-        },
-        inProject,
-      );
-    }
-
-    // Destructive-change approvers: per protected environment, who may approve Freight for its update stage
-    // after its preview stopped on deletes or replaces; the update stage's auto-promotion then promotes it.
-    for (const role of destructiveChangeApproverRoles(p)) {
-      const account = new k8s.core.v1.ServiceAccount(
-        role.serviceAccount.name,
-        {
-          metadata: {
-            name: role.serviceAccount.name,
-            namespace: ns,
-            annotations: role.serviceAccount.annotations,
-          },
-        },
-        inProject,
-      );
-      const approver = new k8s.rbac.v1.Role(
-        role.serviceAccount.name,
-        { metadata: { name: role.serviceAccount.name, namespace: ns }, rules: role.rules },
-        inProject,
-      );
-      const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace: ns }];
-      new k8s.rbac.v1.RoleBinding(
-        role.serviceAccount.name,
-        {
-          metadata: { name: role.serviceAccount.name, namespace: ns },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: approver.metadata.name },
-          subjects,
-        },
-        inProject,
-      );
-      // Approving reads the Freight and the Stage as the user: the viewer role Kargo creates in every project.
-      new k8s.rbac.v1.RoleBinding(
-        `${role.serviceAccount.name}-viewer`,
-        {
-          metadata: { name: `${role.serviceAccount.name}-viewer`, namespace: ns },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "kargo-viewer" },
-          subjects,
-        },
-        inProject,
-      );
+    // Gate approvers may promote into their gate; destructive-change approvers may approve Freight for their
+    // protected environment's update stage after its preview stopped on deletes or replaces (the stage's
+    // auto-promotion then promotes it). Both read the project through the viewer role Kargo creates in it.
+    for (const role of [...approverRoles(p), ...destructiveChangeApproverRoles(p)]) {
+      mappedRole(role, ns, inProject);
     }
 
     this.namespace = project.metadata.name;
     this.stageNames = [...stages.keys()];
     this.registerOutputs({ namespace: this.namespace });
   }
+}
+
+/**
+ * A Kargo role for the people a Cognito claim names: a ServiceAccount in the project carrying the claim
+ * mapping (Kargo maps signed-in users onto it), a Role with exactly `rules`, and bindings to that Role and to
+ * the project's `kargo-viewer` Role.
+ */
+function mappedRole(
+  role: {
+    serviceAccount: { name: string; annotations: Record<string, string> };
+    rules: k8s.types.input.rbac.v1.PolicyRule[];
+  },
+  namespace: string,
+  opts: pulumi.CustomResourceOptions,
+): void {
+  const name = role.serviceAccount.name;
+  const account = new k8s.core.v1.ServiceAccount(
+    name,
+    { metadata: { name, namespace, annotations: role.serviceAccount.annotations } },
+    opts,
+  );
+  const granted = new k8s.rbac.v1.Role(name, { metadata: { name, namespace }, rules: role.rules }, opts);
+  const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace }];
+  const bind = (bindingName: string, roleName: pulumi.Input<string>) =>
+    new k8s.rbac.v1.RoleBinding(
+      bindingName,
+      {
+        metadata: { name: bindingName, namespace },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleName },
+        subjects,
+      },
+      opts,
+    );
+  bind(name, granted.metadata.name);
+  bind(`${name}-viewer`, "kargo-viewer");
 }
