@@ -46,12 +46,8 @@ describe("npm run plan", () => {
         expect(Object.keys(r).sort()).toEqual(
           ["dependsOn", "inputs", "name", "options", "parent", "provider", "type", "urn"].sort(),
         );
-        expect(Object.keys(r.options).sort()).toEqual([
-          "deleteBeforeReplace",
-          "ignoreChanges",
-          "protect",
-          "retainOnDelete",
-        ]);
+        // Exactly the contract's options (shared/ARCHITECTURE.md, "Offline plan").
+        expect(Object.keys(r.options).sort()).toEqual(["deleteBeforeReplace", "protect", "retainOnDelete"]);
       }
       expect(() =>
         YAML.parseAllDocuments(fs.readFileSync(path.join(out, project, "manifests.yaml"), "utf8")),

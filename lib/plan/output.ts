@@ -26,7 +26,12 @@ export function writePlan(dir: string, plan: ProgramPlan): void {
       provider,
       dependsOn,
       inputs,
-      options,
+      // The contract's three options; ignoreChanges stays in the in-memory plan (and in --resource).
+      options: {
+        protect: options.protect,
+        retainOnDelete: options.retainOnDelete,
+        deleteBeforeReplace: options.deleteBeforeReplace,
+      },
     }),
   );
   fs.writeFileSync(
