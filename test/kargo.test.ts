@@ -11,7 +11,13 @@ import {
   programWriteActions,
 } from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
-import { approverGroups, freightPaths, githubRepository, stackManifest } from "../lib/pipeline/derive";
+import {
+  approverGroups,
+  freightPaths,
+  githubRepository,
+  promotionTaskSpec,
+  stackManifest,
+} from "../lib/pipeline/derive";
 import { validatePipeline, type Pipeline } from "../lib/pipeline/model";
 import { renderStacks } from "../lib/pipeline/stacks";
 import type { ProgramPlan } from "../lib/plan/harness";
@@ -622,11 +628,28 @@ describe("stacks/", () => {
 
   it("never names a commit: only a promotion pins one, on the stage's branch, so nothing runs before it", () => {
     for (const m of manifests()) {
-      expect(m.spec.commit).toBeUndefined();
+      // Empty: PKO refuses the template as it stands (`missing "commit" or "branch"`, v2.9.0 git.go).
+      expect(m.spec.commit).toBe("");
       expect(m.spec.branch).toBeUndefined();
     }
     const everything = [...fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f), "utf8"))];
     for (const text of everything) expect(text).not.toMatch(/0{40}/);
+  });
+
+  it("holds spec.commit as a scalar the promotion's yaml-update can replace", () => {
+    // Kargo's yaml-update rewrites only a key path that reaches an existing scalar and fails the promotion
+    // with "key path not found" otherwise (akuity/kargo v1.11.2 pkg/yaml/yaml.go, findScalarNode).
+    const steps = promotionTaskSpec(validatePipeline(definition), "argocd").steps;
+    const keys = steps
+      .filter((s) => s.uses === "yaml-update")
+      .flatMap((s) => (s.config as any).updates.map((u: any) => u.key));
+    expect(keys).toEqual(["spec.commit"]);
+    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".yaml"))) {
+      const doc = YAML.parseDocument(fs.readFileSync(path.join(dir, file), "utf8"));
+      for (const key of keys) {
+        expect(YAML.isScalar(doc.getIn(key.split("."), true)), `${file}: ${key} is a scalar`).toBe(true);
+      }
+    }
   });
 });
 

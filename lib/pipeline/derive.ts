@@ -546,10 +546,8 @@ export function stackServiceAccount(p: Pipeline, s: EnvironmentStage): string {
 }
 
 /**
- * The PKO Stack manifest template of an environment stage, committed to `stacks/<stage>.yaml` on main. It has
- * no `commit`: a promotion copies it from the Freight's commit to the stage's branch and sets `spec.commit`
- * there. Without a commit (and without a branch) PKO refuses to run it (pulumi-kubernetes-operator v2.9.0
- * operator/internal/controller/pulumi/git.go: `missing "commit" or "branch"`).
+ * The PKO Stack manifest template of an environment stage, committed to `stacks/<stage>.yaml` on main. A
+ * promotion copies it from the Freight's commit to the stage's branch and sets `spec.commit` there.
  */
 export function stackManifest(p: Pipeline, s: EnvironmentStage) {
   const env = p.environments[s.environment]!;
@@ -557,6 +555,11 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
     stack: `${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
     projectRepo: p.source.repoURL,
     repoDir: p.source.programDir,
+    // The scalar the promotion's yaml-update replaces: Kargo's yaml-update only rewrites a key that exists, a
+    // missing one fails the promotion (akuity/kargo v1.11.2 pkg/yaml/yaml.go, findScalarNode). Empty, PKO
+    // refuses to run the template as it stands (pulumi-kubernetes-operator v2.9.0
+    // operator/internal/controller/pulumi/git.go: `missing "commit" or "branch"`).
+    commit: "",
     gitAuth: {
       accessToken: { type: "Secret", secret: { name: p.stacks.gitCredentialsSecret, key: "accessToken" } },
     },
