@@ -46,10 +46,15 @@ const update = (
   ...more,
 });
 /** One entry of `GET .../updates/latest/previews` (service format: UpdateInfo under `info`). */
-const preview = (commit: string | null, result: string, resourceChanges?: Record<string, number>) => ({
+const preview = (
+  commit: string | null,
+  result: string,
+  resourceChanges?: Record<string, number>,
+  startTime = 1_763_700_000,
+) => ({
   info: {
     kind: "update",
-    startTime: 1_763_700_000,
+    startTime,
     message: "",
     environment: commit === null ? null : env(commit),
     config: {},
@@ -64,6 +69,9 @@ const preview = (commit: string | null, result: string, resourceChanges?: Record
   requestedBy: { name: "pko", githubLogin: "pko", avatarUrl: "" },
 });
 const list = (...updates: unknown[]) => ({ updates, itemsPerPage: 10, total: updates.length });
+/** A start time after the default one: the operation that ran later. */
+const T1 = 1_763_700_200;
+const later = { startTime: T1 };
 
 // ---- The catalogue: answer -> phase each metric of the template must reach --------------------------------
 type Row = { name: string; body: unknown; expect: Phase | Record<string, Phase>; commit?: string };
@@ -96,17 +104,32 @@ const updateRows: Row[] = [
   { name: "null entry", body: list(null, update(COMMIT, "succeeded")), expect: "Successful" },
   {
     name: "retry: failed then succeeded (newest first)",
-    body: list(update(COMMIT, "succeeded"), update(COMMIT, "failed")),
+    body: list(update(COMMIT, "succeeded", "update", later), update(COMMIT, "failed")),
     expect: "Successful",
   },
   {
     name: "retry: succeeded then failed (newest first)",
-    body: list(update(COMMIT, "failed"), update(COMMIT, "succeeded")),
+    body: list(update(COMMIT, "failed", "update", later), update(COMMIT, "succeeded")),
+    expect: "Failed",
+  },
+  {
+    name: "retry: failed then succeeded (oldest first)",
+    body: list(update(COMMIT, "failed"), update(COMMIT, "succeeded", "update", later)),
+    expect: "Successful",
+  },
+  {
+    name: "retry: succeeded then failed (oldest first)",
+    body: list(update(COMMIT, "succeeded"), update(COMMIT, "failed", "update", later)),
     expect: "Failed",
   },
   {
     name: "retry still running after a failure",
-    body: list(update(COMMIT, "in-progress"), update(COMMIT, "failed")),
+    body: list(update(COMMIT, "in-progress", "update", later), update(COMMIT, "failed")),
+    expect: "Inconclusive",
+  },
+  {
+    name: "entry without startTime",
+    body: list({ ...update(COMMIT, "succeeded"), startTime: null }),
     expect: "Inconclusive",
   },
   {
@@ -158,13 +181,28 @@ const previewRows: Row[] = [
   { name: "entry with info: null", body: list({ info: null }), expect: "Inconclusive" },
   { name: "null environment", body: list(preview(null, "failed")), expect: "Inconclusive" },
   {
-    name: "retry: failed then succeeded",
-    body: list(preview(COMMIT, "succeeded"), preview(COMMIT, "failed")),
+    name: "retry: failed then succeeded (newest first)",
+    body: list(preview(COMMIT, "succeeded", undefined, T1), preview(COMMIT, "failed")),
     expect: "Successful",
   },
   {
-    name: "retry: succeeded then failed",
-    body: list(preview(COMMIT, "failed"), preview(COMMIT, "succeeded")),
+    name: "retry: succeeded then failed (newest first)",
+    body: list(preview(COMMIT, "failed", undefined, T1), preview(COMMIT, "succeeded")),
+    expect: "Failed",
+  },
+  // The REST API documents this list oldest first.
+  {
+    name: "retry: failed then succeeded (oldest first)",
+    body: list(
+      preview(COMMIT, "failed"),
+      preview(OTHER, "failed"),
+      preview(COMMIT, "succeeded", undefined, T1),
+    ),
+    expect: "Successful",
+  },
+  {
+    name: "retry: succeeded then failed (oldest first)",
+    body: list(preview(COMMIT, "succeeded"), preview(COMMIT, "failed", undefined, T1)),
     expect: "Failed",
   },
   {

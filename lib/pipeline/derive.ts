@@ -330,11 +330,16 @@ export function verificationConditions(
   const matches = [
     "# != nil",
     ...(kind === "preview" ? ["#.info != nil"] : [`#.kind == "update"`]),
+    `${info}.startTime != nil`,
     `${info}.environment != nil`,
     `${info}.environment["git.head"] == "${commit}"`,
   ].join(" && ");
   const forCommit = `filter(result.updates, {${matches}})`;
-  const newest = `${forCommit}[0]${kind === "preview" ? ".info" : ""}`;
+  // The newest by startTime, whichever way the API sorts the list: the REST API documents the previews list
+  // oldest first and the history newest first, and a list sorted by time has its newest at one end.
+  const at = (entry: string) => (kind === "preview" ? `${entry}.info` : entry);
+  const [first, last] = [`${forCommit}[0]`, `${forCommit}[len(${forCommit}) - 1]`];
+  const newest = at(`(${at(first)}.startTime >= ${at(last)}.startTime ? ${first} : ${last})`);
   const found = `result != nil && result.updates != nil && len(${forCommit}) > 0`;
   const succeeded = `${found} && ${newest}.result == "succeeded"`;
   const changes = `${newest}.resourceChanges`;
@@ -365,7 +370,9 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
   );
   const path =
     operation === "preview"
-      ? `updates/latest/previews?asc=false&pageSize=${v.pageSize}&page=1`
+      ? // "All previews since the last update" (Pulumi Cloud REST API, List Previews); the conditions find the
+        // newest by startTime, so they hold however the list is sorted.
+        `updates/latest/previews?asc=false&pageSize=${v.pageSize}&page=1`
       : `updates?pageSize=${v.pageSize}&page=1`;
   const conditions = verificationConditions(operation);
   const metric = (name: string, condition: { success: string; failure: string }) => ({
