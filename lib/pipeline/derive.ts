@@ -409,6 +409,9 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
       { name: "project", value: p.pulumi.project },
       { name: "token", valueFrom: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } } },
     ],
+    // Each measurement stores the whole answer (no jsonPath): keep only the latest per metric, so an
+    // AnalysisRun stays far below etcd's object size (argo-rollouts v1.9.0 analysis.go, garbageCollectMeasurements).
+    measurementRetention: [{ metricName: ".*", limit: 1 }],
     metrics: [
       metric(`pulumi-${operation}`, conditions.operation),
       ...(kind === "protectedPreview"

@@ -98,8 +98,12 @@ export const pipelineSchema = z.strictObject({
     /** Give up on a preview or an update after this long. */
     previewTimeout: duration.default("15m"),
     updateTimeout: duration.default("45m"),
-    /** Operations fetched per look; the newest for the promoted commit among them decides. */
-    pageSize: z.number().int().min(1).max(100).default(10),
+    /**
+     * Operations fetched per look; the newest for the promoted commit among them decides. The previews list
+     * holds every preview since the stack's last update and may come oldest first, so one page must hold
+     * them all: pull-request previews of the same stack count too.
+     */
+    pageSize: z.number().int().min(1).max(100).default(100),
   }),
 });
 
