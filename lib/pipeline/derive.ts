@@ -427,6 +427,20 @@ export interface ApproverRole {
   rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
 }
 
+/** A project ServiceAccount Kargo maps every member of `groups` (the `cognito:groups` claim) onto. */
+const claimMappedAccount = (name: string, groups: string[]) => ({
+  name,
+  annotations: { "rbac.kargo.akuity.io/claims": JSON.stringify({ "cognito:groups": groups }) },
+});
+
+/** Kargo's custom verb for promoting into (and approving Freight for) one Stage. */
+const promoteOn = (stage: string) => ({
+  apiGroups: ["kargo.akuity.io"],
+  resources: ["stages"],
+  resourceNames: [stage],
+  verbs: ["promote"],
+});
+
 /**
  * Per gate: a ServiceAccount Kargo maps the gate's Cognito groups to, with exactly what promoting into the
  * gate through Kargo's API takes. The API checks `promote` on the Stage, then creates the Promotion with a
@@ -438,17 +452,9 @@ export interface ApproverRole {
 export function approverRoles(p: Pipeline): ApproverRole[] {
   return p.stages.filter(isGate).map((gate) => ({
     gate: gate.name,
-    serviceAccount: {
-      name: `approver-${gate.name}`,
-      annotations: { "rbac.kargo.akuity.io/claims": JSON.stringify({ "cognito:groups": gate.approvers }) },
-    },
+    serviceAccount: claimMappedAccount(`approver-${gate.name}`, gate.approvers),
     rules: [
-      {
-        apiGroups: ["kargo.akuity.io"],
-        resources: ["stages"],
-        resourceNames: [gate.name],
-        verbs: ["promote"],
-      },
+      promoteOn(gate.name),
       { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] },
     ],
   }));
@@ -504,21 +510,12 @@ export function destructiveChangeApproverRoles(p: Pipeline): DestructiveChangeAp
       {
         environment,
         stage: update.name,
-        serviceAccount: {
-          name: `destructive-approver-${update.name}`,
-          annotations: {
-            "rbac.kargo.akuity.io/claims": JSON.stringify({
-              "cognito:groups": env.destructiveChangeApprovers,
-            }),
-          },
-        },
+        serviceAccount: claimMappedAccount(
+          `destructive-approver-${update.name}`,
+          env.destructiveChangeApprovers,
+        ),
         rules: [
-          {
-            apiGroups: ["kargo.akuity.io"],
-            resources: ["stages"],
-            resourceNames: [update.name],
-            verbs: ["promote"],
-          },
+          promoteOn(update.name),
           { apiGroups: ["kargo.akuity.io"], resources: ["freights/status"], verbs: ["patch"] },
         ],
       },
