@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Region } from "@pulumi/aws/types/enums";
 import YAML from "yaml";
-import { names, stackConfigFile, stackManifestFile } from "./derive";
+import { names, stackConfigFile, stackManifestFile, stageBranchPrefix } from "./derive";
 import { ancestors, type EnvironmentStage, type Pipeline, type Stage } from "./model";
 
 /** The repository this file lives in: the only place `programDir` and `stacks.dir` may point. */
@@ -26,9 +26,6 @@ export const RESERVED_FOLDERS = [
   ".git",
   "node_modules",
 ] as const;
-
-/** Branches promotions push to are `stage/<stage>`; the Warehouse must never watch one of them. */
-export const PROMOTION_BRANCH_PREFIX = "stage/";
 
 const DURATION_UNITS = { s: 1, m: 60, h: 3600 } as const;
 const durationSeconds = (d: string) =>
@@ -108,9 +105,9 @@ export function branchProblems(branch: string): string[] {
       `${at}: "${branch}" is not a valid git branch name (no "..", "//", component starting with "." or ending in ".lock", nor "HEAD"); ${allowed}`,
     ];
   }
-  if (branch.startsWith(PROMOTION_BRANCH_PREFIX)) {
+  if (branch.startsWith(stageBranchPrefix)) {
     return [
-      `${at}: "${branch}" is a branch promotions push to (${PROMOTION_BRANCH_PREFIX}<stage>); the Warehouse must watch the branch people merge to, such as "main"`,
+      `${at}: "${branch}" is a branch promotions push to (${stageBranchPrefix}<stage>); the Warehouse must watch the branch people merge to, such as "main"`,
     ];
   }
   return [];

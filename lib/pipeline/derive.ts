@@ -41,7 +41,8 @@ export const names = {
  * The branch holding a stage's Stack manifest: written only by that stage's promotions, tracked only by its
  * Application, so "synced to the commit I pushed" cannot be broken by a sibling stage or a commit to main.
  */
-export const stageBranch = (stageName: string) => `stage/${stageName}`;
+export const stageBranchPrefix = "stage/";
+export const stageBranch = (stageName: string) => `${stageBranchPrefix}${stageName}`;
 
 /** The Stack manifest's file name, in `stacks/` on main (the template) and on the stage's branch. */
 export const stackManifestFile = (stageName: string) => `${stageName}.yaml`;
