@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
-const root = path.resolve(import.meta.dirname, "..");
+const root = path.resolve(__dirname, "..");
 const testDir = path.join(root, "test");
 const wanted = /^go (\d+)\.(\d+)/m.exec(fs.readFileSync(path.join(testDir, "go.mod"), "utf8"))!;
 const need = `Go ${wanted[1]}.${wanted[2]} or newer`;
