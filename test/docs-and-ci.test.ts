@@ -139,12 +139,26 @@ describe("GitHub workflows", () => {
     }
     expect(Object.keys(pinned).sort()).toEqual([
       "actions/checkout",
+      "actions/setup-go",
       "actions/setup-node",
       "aws-actions/configure-aws-credentials",
       "dorny/paths-filter",
       "pulumi/actions",
       "pulumi/auth-actions",
     ]);
+  });
+
+  it("run the Go harness with the Go that test/go.mod names, in npm test and so in every CI", () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, "package.json"), "utf8"));
+    expect(pkg.scripts.test).toMatch(/&& npm run test:engines$/);
+    const steps = workflow("ci.yml").jobs.test.steps as {
+      uses?: string;
+      with?: Record<string, string>;
+      run?: string;
+    }[];
+    const setupGo = steps.findIndex((s) => s.uses?.startsWith("actions/setup-go@"));
+    expect(steps[setupGo]?.with).toMatchObject({ "go-version-file": "test/go.mod" });
+    expect(setupGo).toBeLessThan(steps.findIndex((s) => s.run === "npm test"));
   });
 
   it("grant id-token: write only to the jobs that log in with OIDC", () => {

@@ -16,7 +16,8 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-const version = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
+// In test/, so that a Go 1.21+ older than go.mod names switches to that toolchain (GOTOOLCHAIN=auto).
+const version = spawnSync("go", ["env", "GOVERSION"], { cwd: testDir, encoding: "utf8" });
 if (version.error || version.status !== 0) {
   fail(`no Go toolchain on PATH; the harness needs ${need} (test/go.mod): install it and run again`);
 }
