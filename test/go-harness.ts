@@ -37,7 +37,7 @@ try {
   const run = spawnSync("go", args, {
     cwd: testDir,
     stdio: "inherit",
-    env: { ...process.env, PLAN_DIR: planDir },
+    env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
   });
   process.exitCode = run.status ?? 1;
 } finally {

@@ -1,12 +1,12 @@
 // Hostile and careless pipeline definitions: each is refused with a message naming the stage or field and
 // what is allowed, and `npm run stacks` never writes or deletes a file that is not its own.
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { pipeline as defaultPipeline } from "../kargo/pipeline";
-import { branchProblems, compileGoRegexp, parsePathSelector, selectorMatches } from "../lib/pipeline/checks";
+import { branchProblems, parsePathSelector, selectorMatches } from "../lib/pipeline/checks";
 import { names } from "../lib/pipeline/derive";
 import { PipelineError, validatePipeline, type PipelineInput } from "../lib/pipeline/model";
 import { isGenerated, writeStacks } from "../lib/pipeline/stacks";
@@ -231,12 +231,12 @@ describe("hostile pipeline definitions", () => {
     [
       "a regex that does not compile",
       withSource({ includePaths: ["regex:Pulumi.(yaml"] }),
-      /source\.includePaths\[0\]: "regex:Pulumi\.\(yaml" does not compile as a regular expression.*; allowed: a path .*"glob:<doublestar glob>" or "regex:<Go regular expression>"/,
+      /source\.includePaths\[0\]: "regex:Pulumi\.\(yaml" is not a regular expression Go accepts: error parsing regexp: missing closing \).*; allowed: a path .*"glob:<doublestar glob>" or "regex:<Go regular expression>"/,
     ],
     [
       "a regex with a lookahead (not RE2)",
       withSource({ excludePaths: ["regex:^(?!Pulumi).*"] }),
-      /source\.excludePaths\[0\]: "regex:\^\(\?!Pulumi\)\.\*" uses lookaround, which Go's RE2 regular expressions do not support/,
+      /source\.excludePaths\[0\]: "regex:\^\(\?!Pulumi\)\.\*" is not a regular expression Go accepts: error parsing regexp: invalid or unsupported Perl syntax: `\(\?!`/,
     ],
     [
       "a glob doublestar refuses",
@@ -374,54 +374,8 @@ describe("what Kargo and git accept, checked against the real engines", () => {
     expect(ours.length === 0, ours.join("; ")).toBe(git.status === 0);
   });
 
-  // Go's regexp.Compile (what Kargo runs, pkg/pattern/matcher.go) decides; RE2 syntax is not JavaScript's.
-  const hasGo = spawnSync("go", ["version"]).status === 0;
-  it.skipIf(!hasGo)(
-    "judges regular expressions as Go's regexp.Compile does",
-    () => {
-      const patterns = [
-        "^stacks/.*\\.yaml$",
-        "(?P<n>a)",
-        "(?i)pulumi\\.yaml",
-        "a(?i)b",
-        "[[:alpha:]]+",
-        "\\pL",
-        "\\Aa\\z",
-        "\\12",
-        "a(",
-        "(?=x)",
-        "(?<=a)b",
-        "(?>a)",
-        "a**",
-        "\\8",
-        "\\1",
-        "\\q",
-        "x{2,1}",
-        "a{1001}",
-        "[z-a]",
-        "[[:foo:]]",
-        "\\C",
-        "(?x)a",
-      ];
-      const dir = tempDir("go-regexp-");
-      fs.writeFileSync(
-        path.join(dir, "main.go"),
-        'package main\nimport ("bufio"; "fmt"; "os"; "regexp")\nfunc main() {\n s := bufio.NewScanner(os.Stdin)\n for s.Scan() { _, err := regexp.Compile(s.Text()); fmt.Println(err == nil) }\n}\n',
-      );
-      const out = execFileSync("go", ["run", "main.go"], {
-        cwd: dir,
-        input: patterns.join("\n") + "\n",
-        env: { ...process.env, GO111MODULE: "off" },
-      });
-      const go = out.toString().trim().split("\n");
-      const ours = patterns.map((p) => String(typeof compileGoRegexp(p) !== "string"));
-      expect(Object.fromEntries(patterns.map((p, i) => [p, ours[i]]))).toEqual(
-        Object.fromEntries(patterns.map((p, i) => [p, go[i]])),
-      );
-    },
-    60_000,
-  );
-
+  // Go's regexp.Compile and Kargo's own matchers judge thousands of generated selectors in the Go harness
+  // (test/differential); these are the cases a reader looks for.
   // Kargo's path selectors (pkg/pattern/matcher.go): a bare path is a base directory, glob: is doublestar.
   const matches: [string, string, boolean][] = [
     ["Pulumi.yaml", "Pulumi.yaml", true],
@@ -434,7 +388,18 @@ describe("what Kargo and git accept, checked against the real engines", () => {
     ["glob:stacks/[!d]*.yaml", "stacks/dev.yaml", false],
     ["glob:{stacks,other}/*.yaml", "stacks/qa.yaml", true],
     ["regex:^stacks/", "stacks/dev.yaml", true],
+    ["regex:(?i)^STACKS/", "stacks/dev.yaml", true],
+    ["glob:**/*.{yaml,yml}", "stacks/sub/dev.yml", true],
   ];
+  it.each([
+    ["glob:stacks*/**", "an ending two ways to match nothing"],
+    ["glob:stacks/a**", "a ** glued to other characters"],
+    ["glob:stacks/", "a trailing slash"],
+  ])("refuses %j (%s): Kargo would decide it by doublestar's corner cases", (selector) => {
+    expect(parsePathSelector(selector)).toMatch(
+      /uses glob syntax this platform does not check .*regexp: selector/,
+    );
+  });
   it.each(matches)("selector %j matches %j: %s", (selector, file, expected) => {
     const parsed = parsePathSelector(selector);
     if (typeof parsed === "string") throw new Error(parsed);

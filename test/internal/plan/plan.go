@@ -61,6 +61,15 @@ func RepoRoot() string {
 	panic("no repository root (package.json beside test/go.mod) above " + wd)
 }
 
+// Node is the Node.js the TypeScript side runs on: $NODE (npm run test:engines passes the one running it,
+// which .ci/run chose to satisfy package.json's engines), else `node` on PATH.
+func Node() string {
+	if n := os.Getenv("NODE"); n != "" {
+		return n
+	}
+	return "node"
+}
+
 // Dir is the plan's folder: $PLAN_DIR when the runner already wrote one (npm test does, once for every
 // package), otherwise written here once per test binary.
 func Dir(t testing.TB) string {
@@ -75,7 +84,7 @@ func Dir(t testing.TB) string {
 			loadErr = err
 			return
 		}
-		cmd := exec.Command("npx", "--no-install", "tsx", "lib/plan/cli.ts", "--out", out)
+		cmd := exec.Command(Node(), "--import", "tsx", "lib/plan/cli.ts", "--out", out)
 		cmd.Dir = RepoRoot()
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
