@@ -28,7 +28,7 @@ local function describe(c, fallback)
 end
 
 local generation = obj.metadata.generation
-local pod = obj.metadata.namespace .. "/" .. obj.metadata.name .. "-workspace-0"
+local pod = tostring(obj.metadata.namespace) .. "/" .. tostring(obj.metadata.name) .. "-workspace-0"
 if obj.status == nil or obj.status.observedGeneration == nil or obj.status.observedGeneration ~= generation then
   return { status = "Progressing", message = "Waiting for the operator to observe generation " .. tostring(generation) }
 end
