@@ -2,7 +2,6 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain } from "../lib/plan/projects";
-import { runHealthScript } from "./lua";
 import { ofType, one, planProject } from "./helpers";
 
 type Values = Record<string, Record<string, unknown>>;
@@ -69,81 +68,6 @@ describe("cluster-setup project", () => {
     for (const r of plan.resources.filter((r) => r.type.startsWith("kubernetes:"))) {
       expect(r.provider, r.name).toBe(provider.urn);
     }
-  });
-
-  describe("the Argo CD health check for pulumi.com/Stack", () => {
-    let script: string;
-    const stack = (status: Record<string, unknown> | undefined, generation = 3) => ({
-      apiVersion: "pulumi.com/v1",
-      kind: "Stack",
-      metadata: { name: "dev", generation },
-      status,
-    });
-    const ready = { type: "Ready", status: "True", reason: "ProcessingCompleted" };
-    const done = (generation: number) => ({
-      state: "succeeded",
-      type: "up",
-      generation,
-      lastSuccessfulCommit: "abc",
-    });
-    beforeAll(() => {
-      const values = releaseNamed(plan, "argocd").inputs.values as Values;
-      script = (values.configs!.cm as Record<string, string>)[
-        "resource.customizations.health.pulumi.com_Stack"
-      ]!;
-      expect(script).toBeTypeOf("string");
-    });
-
-    it("is Progressing before the operator has seen the Stack", () => {
-      expect(runHealthScript(script, stack(undefined)).status).toBe("Progressing");
-    });
-    it("is Progressing while status.observedGeneration lags metadata.generation, even if Ready", () => {
-      const result = runHealthScript(
-        script,
-        stack({ observedGeneration: 2, conditions: [ready], lastUpdate: done(2) }),
-      );
-      expect(result).toEqual({
-        status: "Progressing",
-        message: "Waiting for the operator to observe generation 3",
-      });
-    });
-    it("is Degraded when Stalled", () => {
-      const stalled = {
-        type: "Stalled",
-        status: "True",
-        reason: "UpdateFailed",
-        message: "pulumi up failed",
-      };
-      expect(runHealthScript(script, stack({ observedGeneration: 3, conditions: [stalled] }))).toEqual({
-        status: "Degraded",
-        message: "UpdateFailed: pulumi up failed",
-      });
-    });
-    it("is Progressing while reconciling", () => {
-      const reconciling = { type: "Reconciling", status: "True", reason: "StackProcessing" };
-      const readyFalse = { type: "Ready", status: "False" };
-      expect(
-        runHealthScript(script, stack({ observedGeneration: 3, conditions: [readyFalse, reconciling] }))
-          .status,
-      ).toBe("Progressing");
-    });
-    it("is Healthy only once the current generation's update succeeded", () => {
-      expect(
-        runHealthScript(script, stack({ observedGeneration: 3, conditions: [ready], lastUpdate: done(3) })),
-      ).toEqual({
-        status: "Healthy",
-        message: "ProcessingCompleted",
-      });
-      expect(
-        runHealthScript(script, stack({ observedGeneration: 3, conditions: [ready], lastUpdate: done(2) }))
-          .status,
-      ).toBe("Progressing");
-      const failed = { ...done(3), state: "failed" };
-      expect(
-        runHealthScript(script, stack({ observedGeneration: 3, conditions: [ready], lastUpdate: failed }))
-          .status,
-      ).toBe("Progressing");
-    });
   });
 
   it("turns Dex off and sets the admin password from a generated secret", () => {

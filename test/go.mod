@@ -219,4 +219,5 @@ require (
 	github.com/akuity/kargo v1.11.2
 	github.com/argoproj/argo-rollouts v1.9.0
 	github.com/yuin/gopher-lua v1.1.1
+	layeh.com/gopher-json v0.0.0-20190114024228-97fed8db8427
 )

@@ -1,6 +1,12 @@
--- Argo CD health of a Pulumi Kubernetes Operator Stack (pulumi.com/v1).
--- Healthy only once the operator has finished the current generation successfully; Degraded when the
--- operator reports Stalled; Progressing while it reconciles or has not yet observed the latest spec.
+-- Argo CD health of a Pulumi Kubernetes Operator Stack (pulumi.com/v1), for the statuses PKO v2.9.0 writes
+-- (pulumi-kubernetes-operator v2.9.0 operator/internal/controller/pulumi/stack_controller.go). Argo CD
+-- v3.4.4 runs it with only Lua's base, table and package libraries (no string library): test/health/.
+--   Healthy      the operator finished the current generation and its last run succeeded.
+--   Degraded     the operator stopped (Stalled): a run failed a 4th time, the workspace failed to install,
+--                or the spec is invalid. Nothing happens until the spec changes.
+--   Progressing  anything else, including a failed run PKO will retry, and a workspace pod that never
+--                starts (its git fetch or image pull failing): PKO reports no more than "waiting for
+--                workspace readiness" then, so the message says since when and which pod to look at.
 local function condition(kind)
   if obj.status == nil or obj.status.conditions == nil then
     return nil
@@ -22,22 +28,46 @@ local function describe(c, fallback)
 end
 
 local generation = obj.metadata.generation
+local pod = tostring(obj.metadata.namespace) .. "/" .. tostring(obj.metadata.name) .. "-workspace-0"
 if obj.status == nil or obj.status.observedGeneration == nil or obj.status.observedGeneration ~= generation then
   return { status = "Progressing", message = "Waiting for the operator to observe generation " .. tostring(generation) }
 end
 
+local last = obj.status.lastUpdate
+local failedNow = last ~= nil and last.state == "failed" and last.generation == generation
+local function lastError()
+  if last.message ~= nil and last.message ~= "" then
+    return "; last error: " .. last.message
+  end
+  return ""
+end
+
 local stalled = condition("Stalled")
 if stalled ~= nil and stalled.status == "True" then
-  return { status = "Degraded", message = describe(stalled, "Stalled") }
+  local text = describe(stalled, "Stalled")
+  if failedNow then
+    text = text .. lastError()
+  end
+  return { status = "Degraded", message = text .. " (workspace pod " .. pod .. ")" }
 end
 
 local reconciling = condition("Reconciling")
 if reconciling ~= nil and reconciling.status == "True" then
-  return { status = "Progressing", message = describe(reconciling, "Reconciling") }
+  local text = describe(reconciling, "Reconciling")
+  if failedNow then
+    -- PKO counts failures from 0 at a generation's first failure and stops at 3: 4 runs in all.
+    local failures = (last.failures or 0) + 1
+    text = tostring(last.type) .. " failed " .. tostring(failures) .. " of at most 4 times for generation " ..
+      tostring(generation) .. ", PKO retries with backoff" .. lastError()
+  end
+  local since = ""
+  if reconciling.lastTransitionTime ~= nil then
+    since = " since " .. reconciling.lastTransitionTime
+  end
+  return { status = "Progressing", message = text .. since .. " (workspace pod " .. pod .. ")" }
 end
 
 local ready = condition("Ready")
-local last = obj.status.lastUpdate
 if ready ~= nil and ready.status == "True" and last ~= nil and last.state == "succeeded" and last.generation == generation then
   return { status = "Healthy", message = describe(ready, "Ready") }
 end

@@ -595,8 +595,10 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
         securityProfile: "restricted",
         // PKO's agent caps its own memory at the request (v2.9.0 workspace_controller.go AGENT_MEMLIMIT).
         resources: p.stacks.workspaceResources,
-        // The restricted profile runs as uid 1000, which has no home directory in pulumi-base; the shared
-        // volume is writable.
+        // The restricted profile runs as uid 1000 (PKO v2.9.0 workspace_controller.go), which has no home
+        // directory in pulumi-base; the shared volume is writable. pulumi-base has no -nonroot variant (only
+        // the ~2 GB pulumi/pulumi has, pulumi/pulumi-docker-containers docker/pulumi/Dockerfile), so this is
+        // what lets the ~200 MB image run non-root. Plugins land there too and go with the pod.
         env: [{ name: "PULUMI_HOME", value: "/share/.pulumi" }],
       },
     },

@@ -1,0 +1,126 @@
+// What each Cognito group can do through Kargo's API (its CLI and UI use the same API), from the roles the
+// kargo plan declares. Kargo maps a signed-in user to every project ServiceAccount whose claims match and
+// authorizes each call by any of them (akuity/kargo v1.11.2 pkg/server/kubernetes/client.go,
+// getAuthorizedClient), so a group's power is the union of its ServiceAccounts' Roles.
+//   promote into S: `promote` on Stage S, then `create` promotions as the user
+//                   (pkg/server/promote_to_stage_v1alpha1.go)
+//   approve for S:  `promote` on Stage S, then `patch` freights/status as the user
+//                   (pkg/server/approve_freight_v1alpha1.go; the REST route `approve` checks the same).
+// No other Kargo API call writes a Freight's status: the generic resource API updates the main resource,
+// whose status the API server ignores (the Freight CRD has a status subresource).
+import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { environmentStages, isGate } from "../lib/pipeline/derive";
+import { validatePipeline } from "../lib/pipeline/model";
+import { kubernetesObjects } from "../lib/plan/output";
+import { planChain } from "../lib/plan/projects";
+
+type Rule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
+type Obj = {
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+} & {
+  rules?: Rule[];
+  roleRef?: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+};
+
+const pipeline = validatePipeline(definition);
+
+const allows = (rules: Rule[], verb: string, resource: string, name?: string) =>
+  rules.some(
+    (r) =>
+      r.apiGroups.includes("kargo.akuity.io") &&
+      (r.verbs.includes(verb) || r.verbs.includes("*")) &&
+      (r.resources.includes(resource) || r.resources.includes("*")) &&
+      (!r.resourceNames?.length || (name !== undefined && r.resourceNames.includes(name))),
+  );
+
+describe("what each approver group can do through Kargo's API", () => {
+  let rulesOf: (group: string) => Rule[];
+  const groups = [
+    ...new Set([
+      ...pipeline.stages.filter(isGate).flatMap((g) => g.approvers),
+      ...Object.values(pipeline.environments).flatMap((e) => e.destructiveChangeApprovers),
+    ]),
+  ];
+
+  beforeAll(async () => {
+    const objects = kubernetesObjects((await planChain())[2]!) as Obj[];
+    const inProject = objects.filter((o) => o.metadata.namespace === pipeline.project);
+    rulesOf = (group) => {
+      const accounts = inProject
+        .filter((o) => o.kind === "ServiceAccount")
+        .filter((sa) => {
+          const claims = sa.metadata.annotations?.["rbac.kargo.akuity.io/claims"];
+          return claims !== undefined && (JSON.parse(claims)["cognito:groups"] as string[]).includes(group);
+        })
+        .map((sa) => sa.metadata.name);
+      const roles = inProject
+        .filter((b) => b.kind === "RoleBinding" && b.subjects!.some((s) => accounts.includes(s.name)))
+        .map((b) => b.roleRef!.name);
+      // kargo-viewer is Kargo's own read-only project Role, not in the plan.
+      return inProject
+        .filter((r) => r.kind === "Role" && roles.includes(r.metadata.name))
+        .flatMap((r) => r.rules!);
+    };
+  });
+
+  const stagesWhere = (rules: Rule[], second: [string, string]) =>
+    pipeline.stages
+      .filter((s) => allows(rules, "promote", "stages", s.name) && allows(rules, ...second))
+      .map((s) => s.name)
+      .sort();
+
+  // Kargo checks `promote` on the target Stage and `patch` on freights/status separately, each by any of the
+  // user's accounts: a group that approves destructive changes and also a gate can approve Freight for that
+  // gate too (Freight that did not pass the gate's upstream stages). Never for a stage it cannot promote
+  // into, never for a preview stage, and never around another group's gate (e.g. qapreview past both QA
+  // gates); the README states what that gate approval reaches.
+  it("lets a group approve Freight only for its environments' update stages, and its own gates if it has any of those", () => {
+    for (const group of groups) {
+      const updates = environmentStages(pipeline)
+        .filter(
+          (s) =>
+            s.kind === "update" &&
+            pipeline.environments[s.environment]!.destructiveChangeApprovers.includes(group),
+        )
+        .map((s) => s.name);
+      const gates = pipeline.stages
+        .filter((s) => isGate(s) && s.approvers.includes(group))
+        .map((s) => s.name);
+      const expected = (updates.length > 0 ? [...updates, ...gates] : []).sort();
+      expect(stagesWhere(rulesOf(group), ["patch", "freights/status"]), group).toEqual(expected);
+    }
+  });
+
+  it("lets a group promote into its gates, and into the update stages it may approve for only when it also approves a gate", () => {
+    for (const group of groups) {
+      const gates = pipeline.stages
+        .filter((s) => isGate(s) && s.approvers.includes(group))
+        .map((s) => s.name);
+      const updates = environmentStages(pipeline)
+        .filter(
+          (s) =>
+            s.kind === "update" &&
+            pipeline.environments[s.environment]!.destructiveChangeApprovers.includes(group),
+        )
+        .map((s) => s.name);
+      const expected = (gates.length > 0 ? [...gates, ...updates] : []).sort();
+      expect(stagesWhere(rulesOf(group), ["create", "promotions"]), group).toEqual(expected);
+    }
+  });
+
+  it("gives no group anything else to write", () => {
+    for (const group of groups) {
+      for (const rule of rulesOf(group)) {
+        const grants = rule.verbs.flatMap((v) => rule.resources.map((r) => `${v} ${r}`));
+        for (const grant of grants)
+          expect(
+            ["promote stages", "create promotions", "patch freights/status"],
+            `${group}: ${grant}`,
+          ).toContain(grant);
+      }
+    }
+  });
+});
