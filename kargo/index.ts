@@ -115,7 +115,7 @@ export = async () => {
 
   // Each environment's role gets exactly what the promoted program needs there; previews may only read.
   for (const [environment, identity] of Object.entries(setup.stackIdentities)) {
-    if (!(environment in pipeline.environments)) continue;
+    if (!Object.hasOwn(pipeline.environments, environment)) continue;
     new aws.iam.RolePolicy(
       `promoted-program-${environment}`,
       { role: identity.roleName, policy: JSON.stringify(programPolicy(pipeline, environment)) },

@@ -76,7 +76,7 @@ const sameAccount = { StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAcc
  * bucket policy or ACL that would undo the public-access block.
  */
 export function programPolicy(p: Pipeline, environment: string, partition = "aws"): object {
-  const env = p.environments[environment];
+  const env = Object.hasOwn(p.environments, environment) ? p.environments[environment] : undefined;
   if (!env) throw new Error(`programPolicy: the pipeline has no environment "${environment}"`);
   const resource = bucketArn(p, env.pulumiStack, partition);
   return {
