@@ -5,7 +5,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
 import { approverGroups, githubRepository } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
-import { loadKargoConfig } from "./config";
+import { ConfigError } from "../lib/config";
+import { loadKargoConfig, webhookAllowList } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { previewPolicy, programPolicy } from "./programPolicy";
@@ -30,6 +31,22 @@ const selfSignedWebhookCertificate = (
           ?.selfSignedCert !== false,
     );
 
+/**
+ * GitHub's IPv4 `hooks` ranges, where webhook deliveries come from, as its meta API lists them at deploy time
+ * (https://docs.github.com/en/rest/meta/meta). The load balancer listens on IPv4 only. Checked like a
+ * configured list, so a change on GitHub's side that a security group cannot hold stops the deploy here.
+ */
+async function githubHookRanges(provider: github.Provider): Promise<string[]> {
+  const ranges = (await github.getIpRanges({ provider })).hooksIpv4s;
+  const checked = webhookAllowList.safeParse(ranges);
+  if (!checked.success) {
+    throw new ConfigError("kargo", [
+      `kargo:webhookAllowedCidrs: unset, and GitHub's hooks ranges (${ranges.join(", ") || "none"}) cannot be used: ${checked.error.issues.map((i) => i.message).join("; ")}; set the key to the ranges to allow`,
+    ]);
+  }
+  return checked.data;
+}
+
 export = async () => {
   const config = loadKargoConfig();
   const pipeline = validatePipeline(definition);
@@ -40,6 +57,16 @@ export = async () => {
   const setup = await readClusterSetup(config.clusterSetupStack);
   checkAgainstClusterSetup(pipeline, setup);
 
+  const zones = setup.network.publicSubnetIds.length;
+  if (config.kargoLoadBalancerZones !== undefined && config.kargoLoadBalancerZones > zones) {
+    throw new ConfigError("kargo", [
+      `kargo:kargoLoadBalancerZones: ${config.kargoLoadBalancerZones}, but the cluster has public subnets in ${zones} zone(s); allowed: 1 to ${zones}, or unset for all of them`,
+    ]);
+  }
+
+  const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
+  const webhookAllowedCidrs = config.webhookAllowedCidrs ?? (await githubHookRanges(githubProvider));
+
   const provider = clusterProvider(setup.kubeconfig);
   const awsProvider = new aws.Provider("aws", { region: setup.region as aws.Region });
 
@@ -49,7 +76,7 @@ export = async () => {
       vpcId: setup.network.vpcId,
       nodeSecurityGroupId: setup.network.nodeSecurityGroupId,
       nodeAutoScalingGroupNames: setup.network.nodeAutoScalingGroupNames,
-      allowedCidrs: config.webhookAllowedCidrs,
+      allowedCidrs: webhookAllowedCidrs,
       tags,
     },
     { provider: awsProvider },
@@ -81,7 +108,6 @@ export = async () => {
     },
   });
 
-  const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
   const promotion = new PromotionPipeline(pipeline.project, {
     provider,
     pipeline,

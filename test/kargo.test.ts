@@ -451,19 +451,28 @@ describe("kargo project", () => {
       });
     });
 
-    it("is reached through a network load balancer on the API's node port", () => {
+    it("is reached through a network load balancer on the API's node port, in every zone of the nodes", () => {
       expect(one(plan, "aws:lb/loadBalancer:LoadBalancer").inputs).toMatchObject({
         loadBalancerType: "network",
         internal: false,
-        subnets: (setup.outputs.publicSubnetIds as string[]).slice(0, 1),
+        // One public subnet per zone; the nodes' private subnets are in the same zones.
+        subnets: setup.outputs.publicSubnetIds,
         enableCrossZoneLoadBalancing: true,
       });
+      expect((setup.outputs.publicSubnetIds as string[]).length).toBeGreaterThan(1);
       expect(values().api.service).toEqual({ type: "NodePort", nodePort: 30443 });
       expect(one(plan, "aws:lb/targetGroup:TargetGroup", "kargo").inputs).toMatchObject({
         port: 30443,
         targetType: "instance",
       });
       expect(plan.outputs.kargoUrl).toBe(`https://${plan.outputs.kargoLoadBalancerHostname}`);
+    });
+
+    it("spans fewer zones only when asked to", async () => {
+      const oneZone = await planProject("kargo", { "kargo:kargoLoadBalancerZones": 1 });
+      expect(one(oneZone, "aws:lb/loadBalancer:LoadBalancer").inputs.subnets).toEqual(
+        (setup.outputs.publicSubnetIds as string[]).slice(0, 1),
+      );
     });
 
     it("uses a configured hostname for the host and the callback instead", async () => {
