@@ -679,16 +679,25 @@ describe("the promoted program's policy", () => {
     }
   });
 
-  it("lists exact actions: no wildcard, no bucket policy or ACL writes that could undo the public-access block", () => {
+  it("lists exact actions: no wildcard, no bucket policy, ACL or object writes that could make a bucket public", () => {
     const actions = [...programReadActions, ...programWriteActions];
     for (const action of actions) expect(action).toMatch(/^s3:[A-Za-z]+$/);
     for (const forbidden of [
       "s3:PutBucketPolicy",
       "s3:PutBucketAcl",
+      "s3:PutObjectAcl",
+      "s3:PutObjectVersionAcl",
       "s3:DeleteBucketPolicy",
       "s3:PutObject",
+      "s3:PutAccessPointPolicy",
     ])
       expect(actions).not.toContain(forbidden);
+    // The block the program declares is written with the one action that also removes it, so the README must
+    // not promise that the role cannot undo it.
+    expect(actions).toContain("s3:PutBucketPublicAccessBlock");
+    const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8").replace(/\s+/g, " ");
+    expect(readme).toContain("The role can change its buckets' public-access block, even turn it off");
+    expect(readme).not.toContain("cannot undo its own public-access block");
     // The S3 Control tagging calls the provider tries first, and the bucket tagging API it falls back to.
     expect(actions).toEqual(
       expect.arrayContaining([
