@@ -68,7 +68,7 @@ export interface DeployInput {
   /** `push` or `workflow_dispatch` (which deploys everything). */
   event: string;
   head: string;
-  /** Commits of this workflow's successful runs on the branch, newest first. */
+  /** Commits of this workflow's successful runs on the branch, the most recently started first. */
   successfulRuns: string[];
   paths: Record<DeployProject, string[]>;
   git: Git;
@@ -102,16 +102,20 @@ export function deployPlan(input: DeployInput): DeployPlan {
   return { base, deploy, reasons };
 }
 
-/** Commits of the workflow's successful runs on `branch`, newest first, through GitHub's REST API. */
+/**
+ * Commits of the workflow's successful runs on `branch`, through GitHub's REST API, the most recently started
+ * first: a re-run of an old run deploys its old commit again, so it is the last deployed state from then on,
+ * and diffing from its commit deploys everything since once more.
+ */
 async function successfulRuns(repository: string, workflow: string, branch: string, token: string) {
   const url = `https://api.github.com/repos/${repository}/actions/workflows/${workflow}/runs?branch=${encodeURIComponent(branch)}&status=success&per_page=100`;
   const response = await fetch(url, {
     headers: { Authorization: `Bearer ${token}`, Accept: "application/vnd.github+json" },
   });
   if (!response.ok) throw new Error(`GET ${url}: ${response.status} ${await response.text()}`);
-  const body = (await response.json()) as { workflow_runs: { head_sha: string; created_at: string }[] };
+  const body = (await response.json()) as { workflow_runs: { head_sha: string; run_started_at: string }[] };
   return body.workflow_runs
-    .sort((a, b) => b.created_at.localeCompare(a.created_at))
+    .sort((a, b) => b.run_started_at.localeCompare(a.run_started_at))
     .map((run) => run.head_sha);
 }
 
