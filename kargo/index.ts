@@ -6,13 +6,14 @@ import { clusterProvider, platformTags } from "../lib/platform";
 import { approverGroups, githubRepository } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
 import { ConfigError } from "../lib/config";
-import { loadKargoConfig, webhookAllowList } from "./config";
+import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { previewPolicy, programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 import {
+  checkedHookRanges,
   GitHubWebhook,
   WEBHOOKS_LISTENER_PORT,
   WEBHOOKS_NODE_PORT,
@@ -31,20 +32,9 @@ const selfSignedWebhookCertificate = (
           ?.selfSignedCert !== false,
     );
 
-/**
- * GitHub's IPv4 `hooks` ranges, where webhook deliveries come from, as its meta API lists them at deploy time
- * (https://docs.github.com/en/rest/meta/meta). The load balancer listens on IPv4 only. Checked like a
- * configured list, so a change on GitHub's side that a security group cannot hold stops the deploy here.
- */
+/** GitHub's IPv4 `hooks` ranges, where webhook deliveries come from, as its meta API lists them now. */
 async function githubHookRanges(provider: github.Provider): Promise<string[]> {
-  const ranges = (await github.getIpRanges({ provider })).hooksIpv4s;
-  const checked = webhookAllowList.safeParse(ranges);
-  if (!checked.success) {
-    throw new ConfigError("kargo", [
-      `kargo:webhookAllowedCidrs: unset, and GitHub's hooks ranges (${ranges.join(", ") || "none"}) cannot be used: ${checked.error.issues.map((i) => i.message).join("; ")}; set the key to the ranges to allow`,
-    ]);
-  }
-  return checked.data;
+  return checkedHookRanges((await github.getIpRanges({ provider })).hooksIpv4s);
 }
 
 export = async () => {

@@ -6,6 +6,8 @@ import { githubRepository, githubWebhookPath } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
+import { checkedHookRanges } from "../kargo/warehouseWebhook";
+import { ConfigError } from "../lib/config";
 import { GITHUB_HOOKS_IPV4 } from "../lib/plan/mocks";
 import { planChain } from "../lib/plan/projects";
 import { one, ofType, planProject } from "./helpers";
@@ -106,6 +108,22 @@ describe("the Warehouse's GitHub webhook", () => {
     const pinned = await planProject("kargo", { "kargo:webhookAllowedCidrs": ["140.82.112.0/20"] });
     const group = one(pinned, "aws:ec2/securityGroup:SecurityGroup", "kargo-webhooks");
     expect((group.inputs.ingress as { cidrBlocks: string[] }[])[0]!.cidrBlocks).toEqual(["140.82.112.0/20"]);
+  });
+
+  it("refuses GitHub's ranges when a security group could not hold them, naming the key that overrides them", () => {
+    expect(checkedHookRanges(GITHUB_HOOKS_IPV4)).toEqual(GITHUB_HOOKS_IPV4);
+    const many = Array.from({ length: 61 }, (_, i) => `140.82.${i}.0/24`);
+    for (const [ranges, why] of [
+      [many, /must list at most 60 CIDRs/],
+      [["10.0.0.0/8"], /is a private range/],
+      [[], /must list at least one CIDR/],
+    ] as const) {
+      expect(() => checkedHookRanges([...ranges])).toThrow(ConfigError);
+      expect(() => checkedHookRanges([...ranges])).toThrow(
+        /kargo:webhookAllowedCidrs: unset, and GitHub's hooks ranges .* cannot be used: .*; set the key to the ranges to allow/,
+      );
+      expect(() => checkedHookRanges([...ranges])).toThrow(why);
+    }
   });
 
   it("only outputs the URL and the secret when the token may not manage hooks", async () => {
