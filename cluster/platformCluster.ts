@@ -32,7 +32,10 @@ export interface PlatformClusterArgs {
    * runs `aws eks get-token` with whatever credentials run Pulumi, so CI needs an access entry of its own.
    */
   ciDeployRoleArn: string;
-  /** Role CI previews with: read access to everything, Secrets included (see README, "CI roles"). */
+  /**
+   * Role CI previews with: read access to everything, Secrets included (see README, "CI roles"), so its
+   * trust policy accepts only jobs of the `preview` environment, which a reviewer approves run by run.
+   */
   ciPreviewRoleArn: string;
   /** Control-plane log types shipped to CloudWatch Logs. */
   clusterLogTypes: string[];

@@ -15,6 +15,12 @@ const token = (key: string, what: string) =>
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
 
+/** Each CIDR is one rule of the webhook listener's security group. */
+export const webhookAllowList = internetAllowList(
+  SECURITY_GROUP_RULE_LIMIT,
+  "each is one rule of the webhook listener's security group, which holds 60 by default",
+);
+
 export const kargoConfigSchema = z.object({
   clusterSetupStack: configFields.stackName("cluster-setup"),
   /** Git user Kargo pushes promotions as; with a GitHub token any non-empty name works. */
@@ -38,12 +44,13 @@ export const kargoConfigSchema = z.object({
     .regex(/^Z[A-Z0-9]{1,31}$/, "must be a Route 53 hosted zone ID such as Z0123456789ABCDEFGHIJ")
     .or(z.literal(""))
     .default(""),
+  /** Unset: every zone the cluster has a public subnet in, which are the zones its nodes run in. */
   kargoLoadBalancerZones: z
     .number()
     .int()
     .min(1, "must be at least 1")
     .max(6, "must be at most 6 (one per public subnet)")
-    .default(1),
+    .optional(),
   kargoAllowedCidrs: internetAllowList(
     SECURITY_GROUP_RULE_LIMIT,
     "each is one rule of the load balancer's security group, which holds 60 by default",
@@ -56,11 +63,11 @@ export const kargoConfigSchema = z.object({
    * admin:repo_hook, or Webhooks: write); false only outputs its URL and secret, to add it by hand.
    */
   githubWebhook: z.boolean().default(true),
-  /** Who may deliver webhooks: GitHub's `hooks` ranges (https://api.github.com/meta), IPv4 as the load balancer. */
-  webhookAllowedCidrs: internetAllowList(
-    SECURITY_GROUP_RULE_LIMIT,
-    "each is one rule of the webhook listener's security group, which holds 60 by default",
-  ).default(["192.30.252.0/22", "185.199.108.0/22", "140.82.112.0/20", "143.55.64.0/20"]),
+  /**
+   * Who may deliver webhooks. Unset: GitHub's IPv4 `hooks` ranges, read from GitHub's meta API at each deploy
+   * (`github.getIpRanges`), so they are as current as the last `pulumi up`.
+   */
+  webhookAllowedCidrs: webhookAllowList.optional(),
 });
 
 // Hostname and zone come together: a zone alone has no name to certify.

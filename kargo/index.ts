@@ -5,6 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
 import { approverGroups, githubRepository } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
+import { ConfigError } from "../lib/config";
 import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
@@ -12,6 +13,7 @@ import { previewPolicy, programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 import {
+  checkedHookRanges,
   GitHubWebhook,
   WEBHOOKS_LISTENER_PORT,
   WEBHOOKS_NODE_PORT,
@@ -30,6 +32,11 @@ const selfSignedWebhookCertificate = (
           ?.selfSignedCert !== false,
     );
 
+/** GitHub's IPv4 `hooks` ranges, where webhook deliveries come from, as its meta API lists them now. */
+async function githubHookRanges(provider: github.Provider): Promise<string[]> {
+  return checkedHookRanges((await github.getIpRanges({ provider })).hooksIpv4s);
+}
+
 export = async () => {
   const config = loadKargoConfig();
   const pipeline = validatePipeline(definition);
@@ -40,6 +47,16 @@ export = async () => {
   const setup = await readClusterSetup(config.clusterSetupStack);
   checkAgainstClusterSetup(pipeline, setup);
 
+  const zones = setup.network.publicSubnetIds.length;
+  if (config.kargoLoadBalancerZones !== undefined && config.kargoLoadBalancerZones > zones) {
+    throw new ConfigError("kargo", [
+      `kargo:kargoLoadBalancerZones: ${config.kargoLoadBalancerZones}, but the cluster has public subnets in ${zones} zone(s); allowed: 1 to ${zones}, or unset for all of them`,
+    ]);
+  }
+
+  const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
+  const webhookAllowedCidrs = config.webhookAllowedCidrs ?? (await githubHookRanges(githubProvider));
+
   const provider = clusterProvider(setup.kubeconfig);
   const awsProvider = new aws.Provider("aws", { region: setup.region as aws.Region });
 
@@ -49,7 +66,7 @@ export = async () => {
       vpcId: setup.network.vpcId,
       nodeSecurityGroupId: setup.network.nodeSecurityGroupId,
       nodeAutoScalingGroupNames: setup.network.nodeAutoScalingGroupNames,
-      allowedCidrs: config.webhookAllowedCidrs,
+      allowedCidrs: webhookAllowedCidrs,
       tags,
     },
     { provider: awsProvider },
@@ -81,7 +98,6 @@ export = async () => {
     },
   });
 
-  const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
   const promotion = new PromotionPipeline(pipeline.project, {
     provider,
     pipeline,
@@ -115,7 +131,7 @@ export = async () => {
 
   // Each environment's role gets exactly what the promoted program needs there; previews may only read.
   for (const [environment, identity] of Object.entries(setup.stackIdentities)) {
-    if (!(environment in pipeline.environments)) continue;
+    if (!Object.hasOwn(pipeline.environments, environment)) continue;
     new aws.iam.RolePolicy(
       `promoted-program-${environment}`,
       { role: identity.roleName, policy: JSON.stringify(programPolicy(pipeline, environment)) },

@@ -34,8 +34,11 @@ export interface KargoInstallArgs {
    * TLS listener, and the alias record; without, the API's self-signed certificate passes through.
    */
   hostedZoneId: string;
-  /** Public subnets (zones) the load balancer spans; each costs a public IPv4 address. */
-  loadBalancerZones: number;
+  /**
+   * How many of the public subnets (zones) the load balancer spans; each costs a public IPv4 address.
+   * Undefined: all of them, so no single zone's outage takes the UI, the API and the webhook receiver down.
+   */
+  loadBalancerZones?: number;
   /** Who may reach the API and UI. */
   allowedCidrs: string[];
   network: {
@@ -119,11 +122,12 @@ export class KargoInstall extends pulumi.ComponentResource {
       {
         loadBalancerType: "network",
         internal: false,
-        // Each zone's subnet costs a public IPv4 address ($3.65/month); cross-zone load balancing reaches
-        // nodes in every zone from fewer of them.
+        // Every zone by default: an NLB node serves only its own zone's address, so a zone the load balancer
+        // is not in is one it cannot fail over to. Each zone's subnet costs a public IPv4 address ($3.65/month),
+        // and with cross-zone load balancing traffic to a node in another zone is billed as inter-zone transfer.
         subnets: pulumi
           .output(args.network.publicSubnetIds)
-          .apply((ids) => ids.slice(0, args.loadBalancerZones)),
+          .apply((ids) => ids.slice(0, args.loadBalancerZones ?? ids.length)),
         enableCrossZoneLoadBalancing: true,
         securityGroups: [
           lbSecurityGroup.id,

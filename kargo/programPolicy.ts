@@ -72,11 +72,13 @@ const sameAccount = { StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAcc
 
 /**
  * What one environment's identity may do: exactly the provider's calls for the program's resources, on that
- * environment's buckets only. A promotion into dev cannot touch qa's bucket, and nothing here can set a
- * bucket policy or ACL that would undo the public-access block.
+ * environment's buckets only. A promotion into dev cannot touch qa's bucket. It can change (even remove)
+ * its buckets' public-access block, as s3:PutBucketPublicAccessBlock creates, changes and deletes one and IAM
+ * has no condition key on its settings; it cannot write a bucket policy or an ACL, so it cannot make a
+ * bucket public.
  */
 export function programPolicy(p: Pipeline, environment: string, partition = "aws"): object {
-  const env = p.environments[environment];
+  const env = Object.hasOwn(p.environments, environment) ? p.environments[environment] : undefined;
   if (!env) throw new Error(`programPolicy: the pipeline has no environment "${environment}"`);
   const resource = bucketArn(p, env.pulumiStack, partition);
   return {

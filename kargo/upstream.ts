@@ -122,7 +122,9 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
     const expected =
       stage.kind === "preview"
         ? setup.previewIdentity.serviceAccountName
-        : setup.stackIdentities[stage.environment]?.serviceAccountName;
+        : Object.hasOwn(setup.stackIdentities, stage.environment)
+          ? setup.stackIdentities[stage.environment]!.serviceAccountName
+          : undefined;
     const ours = stackServiceAccount(p, stage);
     if (expected !== undefined && ours !== expected)
       problems.push(

@@ -1,6 +1,24 @@
 import * as aws from "@pulumi/aws";
 import * as github from "@pulumi/github";
 import * as pulumi from "@pulumi/pulumi";
+import { ConfigError } from "../lib/config";
+import { webhookAllowList } from "./config";
+
+/**
+ * GitHub's IPv4 `hooks` ranges as its meta API lists them at deploy time (https://docs.github.com/en/rest/meta/meta),
+ * checked like a configured kargo:webhookAllowedCidrs: a change on GitHub's side that a security group
+ * cannot hold (more than 60 ranges, a range that is not public) stops the deploy here, naming the key that
+ * overrides them. The load balancer listens on IPv4 only, so the IPv6 ranges are not used.
+ */
+export function checkedHookRanges(ranges: string[]): string[] {
+  const checked = webhookAllowList.safeParse(ranges);
+  if (!checked.success) {
+    throw new ConfigError("kargo", [
+      `kargo:webhookAllowedCidrs: unset, and GitHub's hooks ranges (${ranges.join(", ") || "none"}) cannot be used: ${checked.error.issues.map((i) => i.message).join("; ")}; set the key to the ranges to allow`,
+    ]);
+  }
+  return checked.data;
+}
 
 /** The node port Kargo's external webhooks server listens on behind the load balancer. */
 export const WEBHOOKS_NODE_PORT = 30444;

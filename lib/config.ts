@@ -153,6 +153,14 @@ export function loadConfig(
     }
   }
 
+  for (const [key, value] of Object.entries(raw)) {
+    for (const at of prototypeKeyPaths(value)) {
+      problems.push(
+        `${project}:${key} (at ${at}): the key "__proto__" is not allowed; JavaScript and Pulumi's SDK treat it as an object's prototype and would drop it with its value. Rename it`,
+      );
+    }
+  }
+
   const known = new Set(Object.keys(schema.shape));
   for (const fullKey of Object.keys(pulumi.runtime.allConfig())) {
     const [namespace, key] = fullKey.split(":", 2);
@@ -195,6 +203,18 @@ export function loadConfig(
     if (values[key] !== undefined) values[key] = pulumi.secret(values[key]);
   }
   return values;
+}
+
+/**
+ * Where `value` holds an own key `__proto__`, as a path ("" for the value itself). JSON.parse makes it an
+ * ordinary key, but every later assignment of it (zod's record parsing, Pulumi's input serialization,
+ * @pulumi/pulumi 3.270.0 runtime/rpc.js serializeProperty `obj[k] = v`) sets an object's prototype instead, so
+ * the key and its value would vanish without a word.
+ */
+export function prototypeKeyPaths(value: unknown, at: string[] = [], depth = 0): string[] {
+  if (typeof value !== "object" || value === null || depth > 64) return [];
+  const here = Object.hasOwn(value, "__proto__") ? [[...at, "__proto__"].join(".")] : [];
+  return [...here, ...Object.entries(value).flatMap(([k, v]) => prototypeKeyPaths(v, [...at, k], depth + 1))];
 }
 
 function coerce(field: z.ZodType, text: string): unknown {

@@ -11,7 +11,9 @@ const isMap = (v: unknown): v is Values =>
 export function mergeValues(base: Values, override: Values): Values {
   const merged: Values = { ...base };
   for (const [key, value] of Object.entries(override)) {
-    merged[key] = isMap(value) && isMap(merged[key]) ? mergeValues(merged[key], value) : value;
+    // Own keys only: a chart key named like an Object.prototype member ("constructor") is an ordinary key.
+    const own = Object.hasOwn(merged, key) ? merged[key] : undefined;
+    merged[key] = isMap(value) && isMap(own) ? mergeValues(own, value) : value;
   }
   return merged;
 }

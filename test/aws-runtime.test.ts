@@ -314,6 +314,10 @@ describe("on AWS, for real", () => {
         /kargo:kargoHostedZoneId: must be a Route 53 hosted zone ID/,
       ],
       [{ "kargo:kargoLoadBalancerZones": 0 }, /kargo:kargoLoadBalancerZones: must be at least 1/],
+      [
+        { "kargo:kargoLoadBalancerZones": 5 },
+        /kargo:kargoLoadBalancerZones: 5, but the cluster has public subnets in \d zone\(s\); allowed: 1 to \d, or unset for all of them/,
+      ],
     ])("rejects %j", async (overrides, message) => {
       expect((await planError("kargo", overrides)).message).toMatch(message);
     });

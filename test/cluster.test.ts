@@ -1,5 +1,9 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/plan/harness";
+import { repoRoot } from "../lib/plan/projects";
 import { ofType, one, planProject } from "./helpers";
 
 describe("cluster project", () => {
@@ -80,6 +84,28 @@ describe("cluster project", () => {
         accessPolicies: policy("AmazonEKSAdminViewPolicy"),
       },
     });
+  });
+
+  it("gives the preview identity read of every object, Secrets included, so only approved previews may use it", () => {
+    const entries = one(plan, "eks:index:Cluster").inputs.accessEntries as Record<
+      string,
+      { accessPolicies: Record<string, { accessScope: unknown }>; kubernetesGroups?: string[] }
+    >;
+    const preview = entries["ci-preview"]!;
+    // Its whole reach: one AWS access policy, cluster-wide, and no Kubernetes group any RBAC binding could
+    // widen. AmazonEKSAdminViewPolicy is get/list/watch on every resource, Secrets among them
+    // (docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html).
+    expect(Object.keys(preview.accessPolicies)).toEqual(["AmazonEKSAdminViewPolicy"]);
+    expect(preview.accessPolicies.AmazonEKSAdminViewPolicy!.accessScope).toEqual({ type: "cluster" });
+    expect(preview.kubernetesGroups).toBeUndefined();
+    // So nothing a pull request runs before a reviewer approves may hold it: the workflows ask for it only in
+    // the preview environment (test/docs-and-ci.test.ts pins the trust policy the README gives the role).
+    const previewWorkflow = YAML.parse(
+      fs.readFileSync(path.join(repoRoot, ".github/workflows/preview.yml"), "utf8"),
+    );
+    for (const [name, job] of Object.entries<{ environment?: string }>(previewWorkflow.jobs)) {
+      if (JSON.stringify(job).includes("AWS_PREVIEW_ROLE_ARN")) expect(job.environment, name).toBe("preview");
+    }
   });
 
   it("gives nodes only the worker, CNI and image-pull policies", () => {

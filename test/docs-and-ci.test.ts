@@ -172,15 +172,31 @@ describe("GitHub workflows", () => {
     }
   });
 
-  it("run pull-request previews with credentials that cannot change state", () => {
-    const step = workflow("preview.yml").jobs.preview.steps.find(
+  it("give pull-request previews their credentials only in the approved preview environment", () => {
+    const preview = workflow("preview.yml");
+    // Every job that logs in runs in the environment; the tests and the path filter need no credential.
+    for (const [name, job] of Object.entries<any>(preview.jobs)) {
+      const logsIn = JSON.stringify(job.steps ?? []).includes("./.github/actions/pulumi");
+      expect(job.environment, `preview.yml job ${name}`).toBe(logsIn ? "preview" : undefined);
+    }
+    const step = preview.jobs.preview.steps.find(
       (s: { uses?: string }) => s.uses === "./.github/actions/pulumi",
     );
     expect(step.with).toMatchObject({
       "aws-role-arn": "${{ vars.AWS_PREVIEW_ROLE_ARN }}",
-      "pulumi-token-type": "urn:pulumi:token-type:access_token:team",
-      "pulumi-scope": "team:${{ vars.PULUMI_PREVIEW_TEAM }}",
+      "pulumi-token-type":
+        "${{ vars.PULUMI_PREVIEW_TOKEN_TYPE || 'urn:pulumi:token-type:access_token:team' }}",
+      "pulumi-scope": "${{ vars.PULUMI_PREVIEW_SCOPE || format('team:{0}', vars.PULUMI_PREVIEW_TEAM) }}",
     });
+    // The roles' trust policies in the README accept exactly these environments' tokens.
+    const readme = fs.readFileSync(README, "utf8");
+    expect(readme).toContain(
+      '"token.actions.githubusercontent.com:sub": "repo:<you>/<your-fork>:environment:production"',
+    );
+    expect(readme).toContain(
+      '"token.actions.githubusercontent.com:sub": "repo:<you>/<your-fork>:environment:preview"',
+    );
+    expect(readme).not.toMatch(/:sub": "repo:<you>\/<your-fork>:pull_request"/);
     for (const job of ["cluster", "cluster-setup", "kargo"]) {
       const deployStep = workflow("deploy.yml").jobs[job].steps.at(-1);
       expect(deployStep.with["aws-role-arn"]).toBe("${{ vars.AWS_DEPLOY_ROLE_ARN }}");

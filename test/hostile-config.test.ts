@@ -349,6 +349,16 @@ const cases: Record<ProjectName, Case[]> = {
       { "kargo:gitToken": "ghp_abc def" },
       /kargo:gitToken: must be printable ASCII without spaces/,
     ],
+    [
+      "chart values with a __proto__ key, which JavaScript and Pulumi would drop",
+      { "kargo:kargoValues": JSON.parse('{"__proto__": {"api": {"replicas": 3}}}') },
+      /kargo:kargoValues \(at __proto__\): the key "__proto__" is not allowed; .* Rename it/,
+    ],
+    [
+      "chart values with a nested __proto__ key",
+      { "kargo:kargoValues": JSON.parse('{"api": {"__proto__": {"replicas": 3}}}') },
+      /kargo:kargoValues \(at api\.__proto__\): the key "__proto__" is not allowed/,
+    ],
   ],
 };
 
@@ -452,6 +462,13 @@ describe("stack files the CLI could not read are refused with what is wrong", ()
 });
 
 describe("valid configs are never refused", () => {
+  it("passes chart value keys named like Object.prototype members through to the release", async () => {
+    const values = { controller: { constructor: "a", toString: "b", hasOwnProperty: { valueOf: 1 } } };
+    const plan = await planProject("kargo", { "kargo:kargoValues": values });
+    const release = one(plan, "kubernetes:helm.sh/v3:Release", "kargo");
+    expect((release.inputs.values as { controller: unknown }).controller).toMatchObject(values.controller);
+  });
+
   it("accepts a rule narrowed with resourceNames, and the cluster scope when asked for", async () => {
     const plan = await planProject("cluster-setup", {
       "cluster-setup:stackRbacRules": [

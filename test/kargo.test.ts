@@ -451,19 +451,28 @@ describe("kargo project", () => {
       });
     });
 
-    it("is reached through a network load balancer on the API's node port", () => {
+    it("is reached through a network load balancer on the API's node port, in every zone of the nodes", () => {
       expect(one(plan, "aws:lb/loadBalancer:LoadBalancer").inputs).toMatchObject({
         loadBalancerType: "network",
         internal: false,
-        subnets: (setup.outputs.publicSubnetIds as string[]).slice(0, 1),
+        // One public subnet per zone; the nodes' private subnets are in the same zones.
+        subnets: setup.outputs.publicSubnetIds,
         enableCrossZoneLoadBalancing: true,
       });
+      expect((setup.outputs.publicSubnetIds as string[]).length).toBeGreaterThan(1);
       expect(values().api.service).toEqual({ type: "NodePort", nodePort: 30443 });
       expect(one(plan, "aws:lb/targetGroup:TargetGroup", "kargo").inputs).toMatchObject({
         port: 30443,
         targetType: "instance",
       });
       expect(plan.outputs.kargoUrl).toBe(`https://${plan.outputs.kargoLoadBalancerHostname}`);
+    });
+
+    it("spans fewer zones only when asked to", async () => {
+      const oneZone = await planProject("kargo", { "kargo:kargoLoadBalancerZones": 1 });
+      expect(one(oneZone, "aws:lb/loadBalancer:LoadBalancer").inputs.subnets).toEqual(
+        (setup.outputs.publicSubnetIds as string[]).slice(0, 1),
+      );
     });
 
     it("uses a configured hostname for the host and the callback instead", async () => {
@@ -670,16 +679,25 @@ describe("the promoted program's policy", () => {
     }
   });
 
-  it("lists exact actions: no wildcard, no bucket policy or ACL writes that could undo the public-access block", () => {
+  it("lists exact actions: no wildcard, no bucket policy, ACL or object writes that could make a bucket public", () => {
     const actions = [...programReadActions, ...programWriteActions];
     for (const action of actions) expect(action).toMatch(/^s3:[A-Za-z]+$/);
     for (const forbidden of [
       "s3:PutBucketPolicy",
       "s3:PutBucketAcl",
+      "s3:PutObjectAcl",
+      "s3:PutObjectVersionAcl",
       "s3:DeleteBucketPolicy",
       "s3:PutObject",
+      "s3:PutAccessPointPolicy",
     ])
       expect(actions).not.toContain(forbidden);
+    // The block the program declares is written with the one action that also removes it, so the README must
+    // not promise that the role cannot undo it.
+    expect(actions).toContain("s3:PutBucketPublicAccessBlock");
+    const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8").replace(/\s+/g, " ");
+    expect(readme).toContain("The role can change its buckets' public-access block, even turn it off");
+    expect(readme).not.toContain("cannot undo its own public-access block");
     // The S3 Control tagging calls the provider tries first, and the bucket tagging API it falls back to.
     expect(actions).toEqual(
       expect.arrayContaining([

@@ -636,3 +636,96 @@ describe("npm run stacks", () => {
     expect(fs.existsSync(target)).toBe(true);
   });
 });
+
+describe("names every JavaScript object already has", () => {
+  // A pipeline read from JSON (or built with computed keys) has these as its own keys.
+  const withRawEnvironment = (name: string): unknown => {
+    const input = JSON.parse(JSON.stringify(base)) as { environments: Record<string, unknown> };
+    Object.defineProperty(input.environments, name, {
+      value: { pulumiStack: "extra", destructiveChangeApprovers: ["dev-approvers"] },
+      enumerable: true,
+      configurable: true,
+      writable: true,
+    });
+    return input;
+  };
+
+  it.each(["__proto__", "toString", "hasOwnProperty", "valueOf"])(
+    "refuses an environment named %s, which no Kubernetes name can hold",
+    (name) => {
+      const message = problemsOf(withRawEnvironment(name));
+      expect(message).toContain(`environments.${name}: "${name}" is not a DNS label; allowed:`);
+    },
+  );
+
+  it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])(
+    "refuses a stage of environment %s when no such environment is defined",
+    (name) => {
+      const message = problemsOf(
+        withStage({ name: "devpreview", kind: "preview", environment: name, from: ["approvalgatedev"] }),
+      );
+      expect(message).toContain(`stage "devpreview": environment "${name}" is not defined`);
+    },
+  );
+
+  it("accepts an environment and stages named constructor, and writes Stack manifests without undefined", () => {
+    const input: PipelineInput = {
+      ...base,
+      environments: {
+        ...base.environments,
+        constructor: { pulumiStack: "constructor", destructiveChangeApprovers: ["dev-approvers"] },
+      },
+      stages: [
+        ...base.stages,
+        {
+          name: "constructorpreview",
+          kind: "preview",
+          environment: "constructor",
+          from: ["approvalgatedev"],
+        },
+        { name: "constructor", kind: "update", environment: "constructor", from: ["constructorpreview"] },
+      ],
+    };
+    const repo = tempRepo();
+    fs.writeFileSync(path.join(repo, "Pulumi.constructor.yaml"), "config:\n  aws:region: us-west-2\n");
+    const pipeline = validatePipeline(input, { repoRoot: repo });
+    const { written } = writeStacks(pipeline, repo);
+    expect(written).toEqual(
+      expect.arrayContaining(["stacks/constructor.yaml", "stacks/constructorpreview.yaml"]),
+    );
+    for (const file of ["constructor.yaml", "constructorpreview.yaml"]) {
+      const text = fs.readFileSync(path.join(repo, "stacks", file), "utf8");
+      expect(text, file).not.toContain("undefined");
+      expect(text, file).toContain(`stack: ${base.pulumi.organization}/${base.pulumi.project}/constructor`);
+    }
+  });
+});
+
+describe("the pipeline's namespaces", () => {
+  it.each([
+    "default",
+    "kube-system",
+    "kube-anything",
+    "argocd",
+    "cert-manager",
+    "kargo",
+    "pulumi-kubernetes-operator",
+    "argo-rollouts",
+  ])("refuses %s as the Kargo project", (ns) => {
+    const message = problemsOf({ ...base, project: ns });
+    expect(message).toContain(`project: "${ns}" is a namespace the platform or Kubernetes reserves`);
+    expect(message).toContain("allowed: a namespace of its own");
+  });
+
+  it("refuses the stacks namespace as the Kargo project", () => {
+    expect(problemsOf({ ...base, project: base.stacks.namespace })).toContain(
+      `project: "${base.stacks.namespace}" is also stacks.namespace`,
+    );
+  });
+
+  it.each(["default", "kube-system", "argocd"])("refuses %s as the stacks namespace", (ns) => {
+    expect(problemsOf(withStacks({ namespace: ns }))).toContain(
+      `stacks.namespace: "${ns}" is a namespace the platform or Kubernetes reserves`,
+    );
+  });
+});

@@ -6,6 +6,9 @@ import { githubRepository, githubWebhookPath } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
+import { checkedHookRanges } from "../kargo/warehouseWebhook";
+import { ConfigError } from "../lib/config";
+import { GITHUB_HOOKS_IPV4 } from "../lib/plan/mocks";
 import { planChain } from "../lib/plan/projects";
 import { one, ofType, planProject } from "./helpers";
 
@@ -53,7 +56,9 @@ describe("the Warehouse's GitHub webhook", () => {
         protocol: "tcp",
         fromPort: 8443,
         toPort: 8443,
-        cidrBlocks: ["192.30.252.0/22", "185.199.108.0/22", "140.82.112.0/20", "143.55.64.0/20"],
+        // GitHub's IPv4 hooks ranges as the provider's getIpRanges read them at deploy time (the plan's mock
+        // answers like https://api.github.com/meta).
+        cidrBlocks: GITHUB_HOOKS_IPV4,
       },
     ]);
     expect((lb.inputs.securityGroups as string[]).length).toBe(2);
@@ -97,6 +102,28 @@ describe("the Warehouse's GitHub webhook", () => {
     expect(plan.outputs.githubWebhookRegistered).toBe(true);
     // Polling stays as the fallback.
     expect(objects.find((o) => o.kind === "Warehouse")!.spec.interval).toBe("5m0s");
+  });
+
+  it("allows exactly the configured ranges instead of GitHub's when kargo:webhookAllowedCidrs is set", async () => {
+    const pinned = await planProject("kargo", { "kargo:webhookAllowedCidrs": ["140.82.112.0/20"] });
+    const group = one(pinned, "aws:ec2/securityGroup:SecurityGroup", "kargo-webhooks");
+    expect((group.inputs.ingress as { cidrBlocks: string[] }[])[0]!.cidrBlocks).toEqual(["140.82.112.0/20"]);
+  });
+
+  it("refuses GitHub's ranges when a security group could not hold them, naming the key that overrides them", () => {
+    expect(checkedHookRanges(GITHUB_HOOKS_IPV4)).toEqual(GITHUB_HOOKS_IPV4);
+    const many = Array.from({ length: 61 }, (_, i) => `140.82.${i}.0/24`);
+    for (const [ranges, why] of [
+      [many, /must list at most 60 CIDRs/],
+      [["10.0.0.0/8"], /is a private range/],
+      [[], /must list at least one CIDR/],
+    ] as const) {
+      expect(() => checkedHookRanges([...ranges])).toThrow(ConfigError);
+      expect(() => checkedHookRanges([...ranges])).toThrow(
+        /kargo:webhookAllowedCidrs: unset, and GitHub's hooks ranges .* cannot be used: .*; set the key to the ranges to allow/,
+      );
+      expect(() => checkedHookRanges([...ranges])).toThrow(why);
+    }
   });
 
   it("only outputs the URL and the secret when the token may not manage hooks", async () => {

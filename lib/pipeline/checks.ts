@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { Region } from "@pulumi/aws/types/enums";
 import YAML from "yaml";
 import { RE2JS } from "re2js";
+import { reservedNamespaces } from "../../cluster-setup/config";
 import { names, stackConfigFile, stackManifestFile, stageBranchPrefix } from "./derive";
 import { ancestors, type EnvironmentStage, type Pipeline, type Stage } from "./model";
 
@@ -673,6 +674,30 @@ export function programDirProblems(programDir: string, repoRoot = defaultRepoRoo
   return [];
 }
 
+/**
+ * Namespaces the pipeline's own may not be. The Kargo project owns its namespace (Kargo creates it, and
+ * deleting the Project deletes it), and the stacks namespace is cluster-setup's: the same rule cluster-setup
+ * applies to its stacksNamespace (the cluster's own `default` and `kube-*`, every add-on's, Kargo's).
+ */
+export function namespaceProblems(p: Pipeline): string[] {
+  const reserved = (ns: string) => reservedNamespaces.includes(ns) || ns.startsWith("kube-");
+  const allowed = `allowed: a namespace of its own, not the cluster's or an add-on's (${reservedNamespaces.join(", ")}, kube-*)`;
+  const problems: string[] = [];
+  if (reserved(p.project))
+    problems.push(
+      `project: "${p.project}" is a namespace the platform or Kubernetes reserves, and Kargo's Project would own it; ${allowed}`,
+    );
+  if (reserved(p.stacks.namespace))
+    problems.push(
+      `stacks.namespace: "${p.stacks.namespace}" is a namespace the platform or Kubernetes reserves; ${allowed}`,
+    );
+  if (p.project === p.stacks.namespace)
+    problems.push(
+      `project: "${p.project}" is also stacks.namespace; the Kargo project and the stacks need a namespace each`,
+    );
+  return problems;
+}
+
 export interface CheckOptions {
   /** Repository the paths of the definition are relative to; this checkout by default. */
   repoRoot?: string;
@@ -682,6 +707,7 @@ export interface CheckOptions {
 export function inputProblems(p: Pipeline, options: CheckOptions = {}): string[] {
   const repoRoot = options.repoRoot ?? defaultRepoRoot;
   return [
+    ...namespaceProblems(p),
     ...branchProblems(p.source.branch),
     ...programDirProblems(p.source.programDir, repoRoot),
     ...sourcePathProblems(p),

@@ -151,6 +151,9 @@ export function ancestors(stages: Stage[], name: string): Set<string> {
  * and what is wrong with it; run it before registering any resource.
  */
 export function validatePipeline(input: unknown, options: CheckOptions = {}): Pipeline {
+  // Before zod, which drops an own "__proto__" key without a word.
+  const nameProblems = environmentNameProblems(input);
+  if (nameProblems.length > 0) throw new PipelineError(nameProblems);
   const parsed = pipelineSchema.safeParse(input);
   if (!parsed.success) {
     throw new PipelineError(
@@ -197,7 +200,7 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
       problems.push(`${at}: a gate needs at least one approver group`);
     }
     if (s.kind !== "gate") {
-      if (!(s.environment in pipeline.environments)) {
+      if (!Object.hasOwn(pipeline.environments, s.environment)) {
         problems.push(
           `${at}: environment "${s.environment}" is not defined; defined environments: ${Object.keys(pipeline.environments).join(", ") || "none"}`,
         );
@@ -251,6 +254,25 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
   if (problems.length === 0) problems.push(...destructiveChangeProblems(pipeline));
   if (problems.length > 0) throw new PipelineError(problems);
   return pipeline;
+}
+
+/**
+ * Environment names, read as the definition's own keys: each becomes part of Kubernetes names (the
+ * ServiceAccount `<stacks.serviceAccountName>-<environment>` in cluster-setup, whose `stackEnvironments` are
+ * DNS labels), so it must be a DNS label. That also refuses every name that is a JavaScript builtin in
+ * disguise (`__proto__`, `toString`, `hasOwnProperty`); a DNS label such as `constructor` is an ordinary name,
+ * and every lookup by name (Object.hasOwn, Maps) treats it as one.
+ */
+export function environmentNameProblems(input: unknown): string[] {
+  if (typeof input !== "object" || input === null) return [];
+  const environments = (input as { environments?: unknown }).environments;
+  if (typeof environments !== "object" || environments === null || Array.isArray(environments)) return [];
+  return Object.keys(environments)
+    .filter((name) => !dnsLabel.test(name))
+    .map(
+      (name) =>
+        `environments.${name}: "${name}" is not a DNS label; allowed: 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit (it names the environment's ServiceAccount)`,
+    );
 }
 
 /** Whether destructive changes to an environment stop at its preview (protected unless ephemeral). */

@@ -6,6 +6,10 @@ export const PLAN_ACCOUNT_ID = "123456789012";
 /** The role the plan's `pulumi up` runs as (GetCallerIdentity answers with a session of it). */
 export const PLAN_DEPLOYER_ROLE = "platform-deployer";
 
+/** GitHub's webhook source ranges, as its meta API lists them under `hooks`. */
+export const GITHUB_HOOKS_IPV4 = ["192.30.252.0/22", "185.199.108.0/22", "140.82.112.0/20", "143.55.64.0/20"];
+export const GITHUB_HOOKS_IPV6 = ["2a0a:a440::/29", "2606:50c0::/32"];
+
 /** Outputs of an upstream stack, as a StackReference would read them. */
 export interface UpstreamStack {
   outputs: Record<string, unknown>;
@@ -78,6 +82,14 @@ export class PlanMocks implements pulumi.runtime.Mocks {
           // What STS answers for a session of an assumed role, not the role's own ARN.
           arn: `arn:aws:sts::${PLAN_ACCOUNT_ID}:assumed-role/${PLAN_DEPLOYER_ROLE}/plan-session`,
           userId: "AROAPLANPLANPLANPLAN",
+        };
+      case "github:index/getIpRanges:getIpRanges":
+        // GitHub's meta API (https://api.github.com/meta) as it answered in 2026; only `hooks` is read.
+        return {
+          id: "github-meta",
+          hooks: [...GITHUB_HOOKS_IPV4, ...GITHUB_HOOKS_IPV6],
+          hooksIpv4s: GITHUB_HOOKS_IPV4,
+          hooksIpv6s: GITHUB_HOOKS_IPV6,
         };
       case "aws:eks/getClusters:getClusters":
         // The plan is of a first deploy: no cluster exists yet.
