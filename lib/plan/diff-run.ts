@@ -48,19 +48,26 @@ function programPlan(tree: string): ProjectPlan[] {
 }
 
 /** Plans `sha` with its own `npm run plan -- --out` in a temporary worktree; returns its plans. */
-async function planRef(sha: string, request: DiffRequest, scratch: string): Promise<ProjectPlan[]> {
+async function planRef(
+  sha: string,
+  request: DiffRequest,
+  scratch: string,
+  signal: AbortSignal,
+): Promise<ProjectPlan[]> {
   const tree = path.join(scratch, "tree");
   const out = path.join(scratch, "before");
   await git(["worktree", "add", "--detach", "--quiet", tree, sha]);
   try {
-    fs.symlinkSync(fs.realpathSync(path.join(repoRoot, "node_modules")), path.join(tree, "node_modules"));
+    const modules = path.join(tree, "node_modules");
+    if (!fs.existsSync(modules))
+      fs.symlinkSync(fs.realpathSync(path.join(repoRoot, "node_modules")), modules);
     const args = [path.join(tree, "lib", "plan", "cli.ts"), "--out", out];
     if (request.project) args.push("--project", request.project);
     if (request.configFile)
       args.push("--config", path.join(tree, path.relative(repoRoot, request.configFile)));
     const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
     try {
-      await run(tsx, args, { cwd: tree, maxBuffer: 256 * 1024 * 1024 });
+      await run(tsx, args, { cwd: tree, maxBuffer: 256 * 1024 * 1024, signal });
     } catch (err) {
       const e = err as { stderr?: string; message: string };
       throw new BasePlanError(`plan of ${request.ref} failed: ${(e.stderr || e.message).trim()}`);
@@ -86,9 +93,14 @@ export async function planDiff(request: DiffRequest): Promise<string> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "plan-diff-"));
   try {
     // The ref's plan runs in a child process while this one plans the working tree: two cores, half the time.
+    // A working tree that cannot be planned stops the ref's plan: its error is the one to report.
+    const abort = new AbortController();
     const settled = await Promise.allSettled([
-      planWorkingTree(request, scratch),
-      planRef(sha, request, scratch),
+      planWorkingTree(request, scratch).catch((err: unknown) => {
+        abort.abort();
+        throw err;
+      }),
+      planRef(sha, request, scratch, abort.signal),
     ]);
     const failed = settled.find((s) => s.status === "rejected");
     if (failed) throw failed.reason;
