@@ -11,6 +11,7 @@ import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
 import { stackManifestFile } from "../lib/pipeline/derive";
+import { validatePipeline } from "../lib/pipeline/model";
 import { projectOrder, repoRoot } from "../lib/plan/projects";
 
 const run = promisify(execFile);
@@ -209,7 +210,7 @@ describe("the drift workflow", () => {
     for (const stage of updateStages) {
       // The template as `npm run stacks` writes it, and as a promotion leaves it on the stage branch.
       const template = fs.readFileSync(
-        path.join(repoRoot, pipeline.stacks.dir, stackManifestFile(stage)),
+        path.join(repoRoot, validatePipeline(pipeline).stacks.dir, stackManifestFile(stage)),
         "utf8",
       );
       const stack = YAML.parse(template).spec.stack;

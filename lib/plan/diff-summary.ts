@@ -167,7 +167,12 @@ function relevantLines(change: ResourceChange, keys: Set<string>): string[] {
     const documents = new Set<string>();
     for (const p of change.properties) {
       const top = topKey(p.path);
-      if (!keys.has(top) && !(keys === privilegeKeys && isGrantingPath(p.path))) continue;
+      // The input itself, or the field of a nested block that decides it (a webhook's configuration.url).
+      const leaf = p.path
+        .replace(/\[\d+\]/g, "")
+        .split(".")
+        .pop()!;
+      if (!keys.has(top) && !keys.has(leaf) && !(keys === privilegeKeys && isGrantingPath(p.path))) continue;
       const root = p.path.replace(/[.[].*$/, "");
       const statements = statementChanges(change.before!.inputs[root], change.after!.inputs[root]);
       if (statements && (root === "policy" || root === "assumeRolePolicy")) {
