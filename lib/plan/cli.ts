@@ -33,6 +33,10 @@ async function main(): Promise<number> {
     console.error(`--project must be one of ${projectOrder.join(", ")} (got "${project}")\n${usage}`);
     return 2;
   }
+  if (args.diff !== undefined && (args.out !== undefined || args.resource !== undefined)) {
+    console.error(`--diff prints a diff; it does not combine with --out or --resource\n${usage}`);
+    return 2;
+  }
   if (args.format !== undefined && (args.diff === undefined || !formats.includes(args.format as Format))) {
     console.error(`--format takes ${formats.join(", ")}, with --diff (got "${args.format}")\n${usage}`);
     return 2;

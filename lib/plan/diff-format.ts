@@ -121,12 +121,16 @@ const tree = (r: DiffReport, project: string) =>
   );
 
 /** Text for a Markdown table cell or list item: no HTML, no line breaks. */
-const md = (s: string) => s.replace(/[<>]/g, (c) => (c === "<" ? "&lt;" : "&gt;")).replace(/\r?\n/g, " ");
-const code = (s: string) => `\`${md(s).replace(/`/g, "'")}\``;
+const md = (s: string) =>
+  s
+    .replace(/[<>]/g, (c) => (c === "<" ? "&lt;" : "&gt;"))
+    .replace(/[*_|[\]\\]/g, (c) => `\\${c}`)
+    .replace(/\r?\n/g, " ");
+const code = (s: string) => `\`${s.replace(/`/g, "'").replace(/\r?\n/g, " ")}\``;
 
 function renderMarkdown(r: DiffReport): string {
   const out = [
-    `## Plan diff against \`${md(r.base.ref)}\` (${r.base.commit.slice(0, 12)})`,
+    `## Plan diff against ${code(r.base.ref)} (${r.base.commit.slice(0, 12)})`,
     "",
     `**${counts(r.diff)}**`,
     "",
