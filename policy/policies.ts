@@ -21,7 +21,9 @@ const noWorldIngress: ResourceValidationPolicy = {
     },
   },
   validateResource: (args, report) => {
-    const allowed = args.getConfig<{ publicListenerPorts: number[] }>().publicListenerPorts;
+    // The engine hands over the schema's defaults; without a Configure call @pulumi/policy gives {}.
+    const allowed =
+      args.getConfig<{ publicListenerPorts?: number[] }>().publicListenerPorts ?? PUBLIC_LISTENER_PORTS;
     const check = (rule: Record<string, unknown>, cidrs: unknown[]) => {
       const from = Number(rule.fromPort);
       const to = Number(rule.toPort ?? rule.fromPort);

@@ -1,18 +1,23 @@
 // The policy pack (policy/) against the planned resources: the platform as planned breaks no rule, and each
-// rule flags a planned resource changed the way a pull request could change it. The policies run through
-// their own validateResource, with the arguments @pulumi/policy gives them (policy/offline.ts).
+// rule flags a planned resource changed the way a pull request could change it. The pack runs as the engine
+// runs it (its own process, asked over gRPC: test/policy-server.ts), and the offline driver the plan diff
+// uses (policy/offline.ts) must find exactly the same.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkResources, type PlannedResource } from "../policy/offline";
 import { PUBLIC_LISTENER_PORTS, policies } from "../policy/policies";
 import type { ProjectPlan } from "../lib/plan/diff";
 import { yamlProgramPlan } from "../lib/plan/diff-program";
 import { planChain, repoRoot } from "../lib/plan/projects";
+import { MANDATORY, startPolicyServer, type PolicyServer } from "./policy-server";
 
 let planned: PlannedResource[];
+let server: PolicyServer;
+afterAll(() => server?.close());
 beforeAll(async () => {
+  server = await startPolicyServer();
   const program = yamlProgramPlan(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
   planned = [...(await planChain()), program as ProjectPlan].flatMap((p) => p.resources);
 });
@@ -23,8 +28,16 @@ const find = (type: string, name?: string) => {
   return structuredClone(r!);
 };
 const policy = (name: string) => policies.filter((p) => p.name === name);
-const violations = async (name: string, ...resources: PlannedResource[]) =>
-  (await checkResources(resources, policy(name))).map((v) => v.message);
+/** What the running pack reports for `resources` under policy `name`, checked against the offline driver. */
+async function violations(name: string, ...resources: PlannedResource[]): Promise<string[]> {
+  const live = [];
+  for (const r of resources) live.push(...(await server.analyze(r)).filter((d) => d.policy === name));
+  expect(live.every((d) => d.enforcementLevel === MANDATORY)).toBe(true);
+  // The engine's message is the policy's description, a line break, then what the policy reported.
+  const messages = live.map((d) => d.message.split("\n").slice(1).join("\n"));
+  expect((await checkResources(resources, policy(name))).map((v) => v.message)).toEqual(messages);
+  return messages;
+}
 
 describe("the policy pack", () => {
   it("is every policy, mandatory, in a pack Pulumi can load from policy/", () => {
@@ -40,8 +53,15 @@ describe("the policy pack", () => {
     expect(policies.every((p) => p.enforcementLevel === undefined)).toBe(true);
   });
 
+  it("serves every policy, mandatory, as the engine sees it", async () => {
+    expect(await server.policies()).toEqual(
+      policies.map((p) => ({ name: p.name, enforcementLevel: MANDATORY })),
+    );
+  });
+
   it("finds nothing in the planned platform and the promoted program", async () => {
     expect(await checkResources(planned)).toEqual([]);
+    for (const r of planned) expect(await server.analyze(r), r.urn).toEqual([]);
   });
 
   it("security-group-world-ingress: the Kargo API listener may be public, the webhook listener may not", async () => {
