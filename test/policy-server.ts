@@ -9,7 +9,6 @@ import type { PlannedResource } from "../policy/offline";
 
 // The gRPC and protobuf modules the generated clients were built with, so that their instanceof checks hold.
 const fromProto = createRequire(require.resolve("@pulumi/pulumi/proto/analyzer_pb"));
-/* eslint-disable @typescript-eslint/no-explicit-any -- generated gRPC code without usable typings */
 const grpc = fromProto("@grpc/grpc-js") as any;
 const pb = fromProto("./analyzer_pb") as any;
 const { AnalyzerClient } = fromProto("./analyzer_grpc_pb") as any;
@@ -74,7 +73,6 @@ export async function startPolicyServer(): Promise<PolicyServer> {
     },
   };
 }
-/* eslint-enable @typescript-eslint/no-explicit-any */
 
 /** The enforcement level `mandatory` in the analyzer protocol (pulumi/proto/analyzer.proto EnforcementLevel). */
 export const MANDATORY = pb.EnforcementLevel.MANDATORY as number;
