@@ -99,6 +99,27 @@ describe("the plan diff", () => {
     ]);
   });
 
+  it("shows a new Kargo claim on an approver role under privilege", () => {
+    const account = base
+      .flatMap((p) => p.resources)
+      .find((r) =>
+        Object.keys((r.inputs.metadata as { annotations?: object })?.annotations ?? {}).some((k) =>
+          k.startsWith("rbac.kargo.akuity.io/"),
+        ),
+      )!;
+    const key = Object.keys((account.inputs.metadata as { annotations: object }).annotations).find((k) =>
+      k.startsWith("rbac.kargo.akuity.io/"),
+    )!;
+    const after = changed(account.type, account.name, (i) => {
+      (i.metadata as { annotations: Record<string, string> }).annotations[key] += ",everyone";
+    });
+    const [finding] = report(base, after).summary.privilege;
+    expect(finding?.name).toBe(account.name);
+    expect(finding?.lines[0]).toMatch(
+      new RegExp(`^metadata\\.annotations\\.${key.replace(/[./]/g, "\\$&")}: .* → .*,everyone$`),
+    );
+  });
+
   it("puts a component's changed children under it", () => {
     const after = changed(NODES, "platform-nodes", (i) => (i.diskSize = 40));
     const project = diffPlans(base, after).projects.find((p) => p.project === "cluster")!;
