@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import YAML from "yaml";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
 import { WEBHOOKS_LISTENER_PORT } from "../kargo/warehouseWebhook";
 import { price } from "../lib/plan/costs";
@@ -57,6 +57,8 @@ describe("npm run plan -- --diff, between two commits", () => {
   let report: JsonReport;
   let badRef: Awaited<ReturnType<typeof plan>>;
   let badConfig: Awaited<ReturnType<typeof plan>>;
+
+  afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
 
   beforeAll(async () => {
     const tracked = (await run("git", ["ls-files", "-z"], { cwd: repoRoot })).stdout
