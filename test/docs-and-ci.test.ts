@@ -139,8 +139,11 @@ describe("GitHub workflows", () => {
     }
     expect(Object.keys(pinned).sort()).toEqual([
       "actions/checkout",
+      "actions/download-artifact",
+      "actions/github-script",
       "actions/setup-go",
       "actions/setup-node",
+      "actions/upload-artifact",
       "aws-actions/configure-aws-credentials",
       "dorny/paths-filter",
       "pulumi/actions",

@@ -1,12 +1,14 @@
 // `npm run plan [-- --out DIR] [--project NAME] [--config FILE] [--resource NAME]`: the three programs under
-// the mock runtime.
+// the mock runtime. `--diff REF [--format text|markdown|json]`: what changes from REF (lib/plan/diff-run.ts).
 import * as path from "node:path";
 import { parseArgs } from "node:util";
+import { BadRefError, BasePlanError, planDiff } from "./diff-run";
+import { formats, type Format } from "./diff-format";
 import { ProgramError } from "./harness";
 import { describeResource, summarize, writePlan } from "./output";
 import { planChain, projectOrder, type ProjectName } from "./projects";
 
-const usage = `usage: npm run plan -- [--out DIR] [--project ${projectOrder.join("|")}] [--config FILE] [--resource NAME]`;
+const usage = `usage: npm run plan -- [--out DIR] [--project ${projectOrder.join("|")}] [--config FILE] [--resource NAME] [--diff REF [--format ${formats.join("|")}]]`;
 
 async function main(): Promise<number> {
   let args;
@@ -17,6 +19,8 @@ async function main(): Promise<number> {
         project: { type: "string" },
         config: { type: "string" },
         resource: { type: "string" },
+        diff: { type: "string" },
+        format: { type: "string" },
       },
       strict: true,
     }).values;
@@ -29,7 +33,22 @@ async function main(): Promise<number> {
     console.error(`--project must be one of ${projectOrder.join(", ")} (got "${project}")\n${usage}`);
     return 2;
   }
+  if (args.diff !== undefined && (args.out !== undefined || args.resource !== undefined)) {
+    console.error(`--diff prints a diff; it does not combine with --out or --resource\n${usage}`);
+    return 2;
+  }
+  if (args.format !== undefined && (args.diff === undefined || !formats.includes(args.format as Format))) {
+    console.error(`--format takes ${formats.join(", ")}, with --diff (got "${args.format}")\n${usage}`);
+    return 2;
+  }
   try {
+    if (args.diff !== undefined) {
+      const configFile = args.config && path.resolve(args.config);
+      console.log(
+        await planDiff({ ref: args.diff, format: (args.format ?? "text") as Format, project, configFile }),
+      );
+      return 0;
+    }
     const plans = await planChain({ project, configFile: args.config && path.resolve(args.config) });
     if (args.resource) {
       // The full view of one resource in the last planned project (or any, without --project).
@@ -48,6 +67,14 @@ async function main(): Promise<number> {
     if (args.out) console.log(`plan written to ${path.resolve(args.out)}`);
     return 0;
   } catch (err) {
+    if (err instanceof BadRefError) {
+      console.error(`${err.message}\n${usage}`);
+      return 2;
+    }
+    if (err instanceof BasePlanError) {
+      console.error(err.message);
+      return 1;
+    }
     const where = err instanceof ProgramError ? `project ${err.project}: ` : "";
     console.error(`plan failed: ${where}${(err as Error).message}`);
     return 1;

@@ -1,0 +1,159 @@
+// What the planned resources cost idle, a month, in us-east-1 on-demand list prices: the README's cost table
+// (checked by test/costs.test.ts) and the cost heading of `npm run plan -- --diff` both come from here.
+
+const HOURS_PER_MONTH = 730;
+
+/** us-east-1 on-demand list prices (USD), from the AWS pricing pages of each service. */
+export const price = {
+  eksPerHour: { STANDARD: 0.1, EXTENDED: 0.6 } as Record<string, number>,
+  natGatewayPerHour: 0.045,
+  natDataPerGB: 0.045,
+  publicIpv4PerHour: 0.005,
+  instancePerHour: { "t4g.medium": 0.0336, "t3a.medium": 0.0376, "t3.medium": 0.0416 } as Record<
+    string,
+    number
+  >,
+  /** Managed node groups without a launch template get gp2 root volumes (aws/containers-roadmap#1417). */
+  gp2PerGBMonth: 0.1,
+  /** $1 a key, plus $1 for each of its first two rotations; later rotations are free. */
+  kmsKeyPerMonthAfterRotations: 3,
+  nlbPerHour: 0.0225,
+  /** Data transfer between zones of a region: $0.01/GB out of one zone and $0.01/GB into the other. */
+  interZonePerGB: 0.02,
+  logIngestionPerGB: 0.5,
+  logStoragePerGBMonth: 0.03,
+};
+
+/** Estimated idle control-plane log volume per type (GB/month) for this platform's controllers. */
+const logGBPerMonth: Record<string, number> = {
+  audit: 5,
+  api: 3,
+  authenticator: 1,
+  controllerManager: 2,
+  scheduler: 0.5,
+};
+/**
+ * Traffic that crosses zones between the load balancer and the nodes, GB/month: with cross-zone load
+ * balancing an NLB node forwards to nodes in other zones, and a node port may forward to a pod on a node in
+ * another zone. Idle, that is people using the UI and CLI and GitHub's webhook deliveries.
+ */
+const CROSS_ZONE_GB_PER_MONTH = 5;
+/** Images pulled through the NAT gateway when nodes are replaced (AMI updates), GB/month. */
+const IMAGE_PULL_GB_PER_MONTH = 5;
+
+export const cents = (usd: number) => Math.round(usd * 100) / 100;
+
+export interface CostItem {
+  item: string;
+  monthly: number;
+}
+
+export interface CostEstimate {
+  items: CostItem[];
+  /** Sum of the rounded items, as the README adds them up. */
+  total: number;
+  /** Resources that cost money but that this model cannot price (an instance type without a price, ...). */
+  unpriced: string[];
+}
+
+/** The part of a planned resource the model reads (resources.json and the in-memory plan both have it). */
+export interface PricedResource {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+}
+
+const num = (v: unknown, fallback = 0) => (typeof v === "number" ? v : fallback);
+
+/** The idle monthly cost of every resource in `resources` (all projects of one plan together). */
+export function monthlyCost(resources: PricedResource[]): CostEstimate {
+  const ofType = (type: string) => resources.filter((r) => r.type === type);
+  const items: CostItem[] = [];
+  const unpriced: string[] = [];
+  const add = (item: string, monthly: number) => items.push({ item, monthly: cents(monthly) });
+
+  const logGroups = ofType("aws:cloudwatch/logGroup:LogGroup");
+  const retentionDays = Math.max(0, ...logGroups.map((g) => num(g.inputs.retentionInDays)));
+  const clusters = ofType("eks:index:Cluster");
+  for (const eks of clusters) {
+    const support = String((eks.inputs.upgradePolicy as { supportType?: string })?.supportType ?? "STANDARD");
+    add(`EKS control plane, ${support.toLowerCase()} support`, price.eksPerHour[support]! * HOURS_PER_MONTH);
+  }
+
+  const vpcs = ofType("awsx:ec2:Vpc");
+  const natCount = vpcs.reduce((n, vpc) => {
+    const strategy = (vpc.inputs.natGateways as { strategy?: string } | undefined)?.strategy ?? "OnePerAz";
+    return (
+      n + (strategy === "None" ? 0 : strategy === "Single" ? 1 : num(vpc.inputs.numberOfAvailabilityZones, 3))
+    );
+  }, 0);
+  if (vpcs.length > 0) {
+    add(`NAT gateway × ${natCount}`, natCount * price.natGatewayPerHour * HOURS_PER_MONTH);
+    add(
+      `NAT gateway public IPv4 address × ${natCount}`,
+      natCount * price.publicIpv4PerHour * HOURS_PER_MONTH,
+    );
+  }
+
+  for (const nodes of ofType("eks:index:ManagedNodeGroup")) {
+    const type = (nodes.inputs.instanceTypes as string[] | undefined)?.[0] ?? "t3.medium";
+    const count = num((nodes.inputs.scalingConfig as { desiredSize?: number } | undefined)?.desiredSize);
+    const hourly = price.instancePerHour[type];
+    if (hourly === undefined) unpriced.push(`node group ${nodes.name}: no hourly price for ${type}`);
+    else add(`${type} node × ${count}`, count * hourly * HOURS_PER_MONTH);
+    // A launch template decides the root volume type and size instead.
+    if (nodes.inputs.launchTemplate !== undefined)
+      unpriced.push(`node group ${nodes.name}: root volumes from its launch template`);
+    else {
+      const disk = num(nodes.inputs.diskSize, 20);
+      add(`${disk} GiB gp2 root volume × ${count}`, count * disk * price.gp2PerGBMonth);
+    }
+  }
+
+  const keys = ofType("aws:kms/key:Key");
+  if (keys.length > 0)
+    add(
+      `KMS key × ${keys.length}, after its second yearly rotation`,
+      keys.length * price.kmsKeyPerMonthAfterRotations,
+    );
+
+  const loadBalancers = ofType("aws:lb/loadBalancer:LoadBalancer");
+  if (loadBalancers.length > 0) {
+    const addresses = loadBalancers
+      .filter((lb) => lb.inputs.internal !== true)
+      .reduce((n, lb) => n + ((lb.inputs.subnets as unknown[] | undefined)?.length ?? 0), 0);
+    add(
+      `Network load balancer × ${loadBalancers.length} (Kargo)`,
+      loadBalancers.length * price.nlbPerHour * HOURS_PER_MONTH,
+    );
+    add(
+      `Load balancer public IPv4 address × ${addresses}`,
+      addresses * price.publicIpv4PerHour * HOURS_PER_MONTH,
+    );
+    const zones = Math.max(0, ...vpcs.map((vpc) => num(vpc.inputs.numberOfAvailabilityZones)));
+    if (loadBalancers.some((lb) => lb.inputs.enableCrossZoneLoadBalancing === true) && zones > 1)
+      add(
+        `Cross-zone data transfer (load balancer to nodes in ${zones} zones), ~${CROSS_ZONE_GB_PER_MONTH} GB (estimate)`,
+        CROSS_ZONE_GB_PER_MONTH * price.interZonePerGB,
+      );
+  }
+
+  for (const eks of clusters) {
+    const types = (eks.inputs.enabledClusterLogTypes as string[] | undefined) ?? [];
+    if (types.length === 0) continue;
+    const logGB = types.reduce((gb, type) => gb + (logGBPerMonth[type] ?? 0), 0);
+    // Kept for the retention period: the group holds that many days of ingestion at any time.
+    const storedGB = (logGB * retentionDays) / 30;
+    add(
+      `Control-plane logs (${types.join(", ")}), ~${logGB} GB ingested, ${retentionDays} days kept (estimate)`,
+      logGB * price.logIngestionPerGB + storedGB * price.logStoragePerGBMonth,
+    );
+  }
+  if (natCount > 0)
+    add(
+      `NAT data processing, ~${IMAGE_PULL_GB_PER_MONTH} GB of image pulls (estimate)`,
+      IMAGE_PULL_GB_PER_MONTH * price.natDataPerGB,
+    );
+
+  return { items, total: cents(items.reduce((sum, i) => sum + i.monthly, 0)), unpriced };
+}

@@ -1,0 +1,213 @@
+// A plan diff for people: text for a terminal, Markdown for a pull-request comment, JSON for tools. The
+// summary comes first (exposure, privilege, loss, cost, then the policies), then every change per project as
+// a tree by parent, component children under their component.
+import {
+  changeTree,
+  type ChangeKind,
+  type ChangeNode,
+  type PlanDiff,
+  type ProjectPlan,
+  type ResourceChange,
+} from "./diff";
+import { show, type Finding, type ReviewSummary } from "./diff-summary";
+
+export interface PolicyViolation {
+  policy: string;
+  urn: string;
+  type: string;
+  name: string;
+  message: string;
+}
+
+export interface DiffReport {
+  /** What the working tree is compared with: the ref as given and its commit. */
+  base: { ref: string; commit: string };
+  diff: PlanDiff;
+  summary: ReviewSummary;
+  /** Violations of the policy pack in the working tree's plan: each blocks a deploy. */
+  violations: PolicyViolation[];
+  before: ProjectPlan[];
+  after: ProjectPlan[];
+}
+
+export const formats = ["text", "markdown", "json"] as const;
+export type Format = (typeof formats)[number];
+
+const sign: Record<ChangeKind, string> = { add: "+", remove: "-", replace: "+-", update: "~" };
+const verb: Record<ChangeKind, string> = {
+  add: "added",
+  remove: "removed",
+  replace: "replaced",
+  update: "updated",
+};
+const usd = (n: number) => `${n < 0 ? "-" : ""}$${Math.abs(n).toFixed(2)}`;
+const signedUsd = (n: number) => `${n > 0 ? "+" : ""}${usd(n)}`;
+
+function counts(diff: PlanDiff): string {
+  const all = diff.projects.flatMap((p) => p.changes);
+  if (all.length === 0) return "no changes";
+  return (["add", "remove", "replace", "update"] as const)
+    .map((k) => [k, all.filter((c) => c.kind === k).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${n} ${verb[k]}`)
+    .join(", ");
+}
+
+/** The change lines of one resource: replacement reasons, then each input old → new. */
+function changeLines(c: ResourceChange): string[] {
+  if (c.kind === "add" || c.kind === "remove") return [];
+  return [
+    ...(c.kind === "replace" ? [`replaced because ${c.replaceReasons.join(", ")} changed`] : []),
+    ...c.properties.map((p) => `${p.path}: ${show(p.before)} → ${show(p.after)}`),
+  ];
+}
+
+interface Section {
+  title: string;
+  findings: Finding[];
+}
+
+const sections = (s: ReviewSummary): Section[] => [
+  { title: "Exposure", findings: s.exposure },
+  { title: "Privilege", findings: s.privilege },
+  { title: "Loss", findings: s.loss },
+];
+
+function renderText(r: DiffReport): string {
+  const out = [
+    `Plan diff: ${r.base.ref} (${r.base.commit.slice(0, 12)}) → working tree: ${counts(r.diff)}`,
+    "",
+  ];
+  for (const { title, findings } of sections(r.summary)) {
+    out.push(`${title}${findings.length === 0 ? ": nothing" : ""}`);
+    for (const f of findings) {
+      const flags = f.flags.map((x) => `  !! ${x}`).join("");
+      out.push(`  ${sign[f.kind]} ${f.project}: ${f.type} ${f.name}${flags}`);
+      out.push(...f.lines.map((l) => `      ${l}`));
+    }
+  }
+  const cost = r.summary.cost;
+  out.push(`Cost: ${signedUsd(cost.delta)} a month (${usd(cost.before)} → ${usd(cost.after)})`);
+  for (const l of cost.lines)
+    out.push(`  ${l.item}: ${usd(l.before)} → ${usd(l.after)} (${signedUsd(l.delta)})`);
+  for (const u of cost.unpriced) out.push(`  not priced: ${u}`);
+  out.push(
+    `Policy: ${r.violations.length === 0 ? "no violation" : `${r.violations.length} violation(s); each blocks a deploy`}`,
+  );
+  for (const v of r.violations) out.push(`  ${v.type} ${v.name} [${v.policy}]: ${v.message}`);
+  out.push("", "Changes");
+  for (const p of r.diff.projects) {
+    if (p.changes.length === 0) continue;
+    out.push(`== ${p.project}`);
+    const walk = (nodes: ChangeNode[], depth: number) => {
+      for (const n of nodes) {
+        const pad = "  ".repeat(depth + 1);
+        const mark = n.change ? sign[n.change.kind] : " ";
+        out.push(`${pad}${mark} ${n.type} ${n.name}${n.change ? ` (${verb[n.change.kind]})` : ""}`);
+        if (n.change) out.push(...changeLines(n.change).map((l) => `${pad}    ${l}`));
+        walk(n.children, depth + 1);
+      }
+    };
+    walk(tree(r, p.project), 0);
+  }
+  return out.join("\n");
+}
+
+const tree = (r: DiffReport, project: string) =>
+  changeTree(
+    r.diff.projects.find((p) => p.project === project)!,
+    r.before.find((p) => p.project === project),
+    r.after.find((p) => p.project === project),
+  );
+
+/** Text for a Markdown table cell or list item: no HTML, no line breaks. */
+const md = (s: string) =>
+  s
+    .replace(/[<>]/g, (c) => (c === "<" ? "&lt;" : "&gt;"))
+    .replace(/[*_|[\]\\]/g, (c) => `\\${c}`)
+    .replace(/\r?\n/g, " ");
+const code = (s: string) => `\`${s.replace(/`/g, "'").replace(/\r?\n/g, " ")}\``;
+
+function renderMarkdown(r: DiffReport): string {
+  const out = [
+    `## Plan diff against ${code(r.base.ref)} (${r.base.commit.slice(0, 12)})`,
+    "",
+    `**${counts(r.diff)}**`,
+    "",
+  ];
+  for (const { title, findings } of sections(r.summary)) {
+    out.push(`### ${title}`, "");
+    if (findings.length === 0) out.push("Nothing.", "");
+    for (const f of findings) {
+      const flags = f.flags.map((x) => ` **⚠ ${md(x)}**`).join("");
+      out.push(`- ${verb[f.kind]} ${code(f.type)} **${md(f.name)}** (${md(f.project)})${flags}`);
+      out.push(...f.lines.map((l) => `  - ${code(l)}`));
+    }
+    if (findings.length > 0) out.push("");
+  }
+  const cost = r.summary.cost;
+  out.push(
+    `### Cost`,
+    "",
+    `**${signedUsd(cost.delta)} a month** (${usd(cost.before)} → ${usd(cost.after)})`,
+    "",
+  );
+  if (cost.lines.length > 0) {
+    out.push("| item | before | after | change |", "| --- | --- | --- | --- |");
+    for (const l of cost.lines)
+      out.push(`| ${md(l.item)} | ${usd(l.before)} | ${usd(l.after)} | ${signedUsd(l.delta)} |`);
+    out.push("");
+  }
+  for (const u of cost.unpriced) out.push(`- not priced: ${md(u)}`);
+  out.push(`### Policy`, "");
+  if (r.violations.length === 0) out.push("No violation of the policy pack.", "");
+  else {
+    out.push(`**${r.violations.length} violation(s): each blocks a deploy.**`, "");
+    for (const v of r.violations)
+      out.push(`- ${code(v.policy)} ${code(v.type)} **${md(v.name)}**: ${md(v.message)}`);
+    out.push("");
+  }
+  out.push(`### Changes`, "");
+  for (const p of r.diff.projects) {
+    if (p.changes.length === 0) continue;
+    out.push(`<details><summary>${md(p.project)}: ${p.changes.length} change(s)</summary>`, "", "```diff");
+    const walk = (nodes: ChangeNode[], depth: number) => {
+      for (const n of nodes) {
+        const pad = "  ".repeat(depth);
+        const mark = n.change ? (n.change.kind === "replace" ? "!" : sign[n.change.kind]) : " ";
+        out.push(`${mark} ${pad}${n.type} ${n.name}${n.change ? ` (${verb[n.change.kind]})` : ""}`);
+        if (n.change)
+          out.push(...changeLines(n.change).map((l) => `  ${pad}    ${l.replace(/```/g, "'''")}`));
+        walk(n.children, depth + 1);
+      }
+    };
+    walk(tree(r, p.project), 0);
+    out.push("```", "", "</details>", "");
+  }
+  return out.join("\n");
+}
+
+function renderJson(r: DiffReport): string {
+  return JSON.stringify(
+    {
+      base: r.base,
+      summary: r.summary,
+      violations: r.violations,
+      projects: r.diff.projects.map((p) => ({
+        project: p.project,
+        changes: p.changes,
+        tree: tree(r, p.project),
+      })),
+    },
+    null,
+    2,
+  );
+}
+
+export function renderDiff(report: DiffReport, format: Format): string {
+  return format === "json"
+    ? renderJson(report)
+    : format === "markdown"
+      ? renderMarkdown(report)
+      : renderText(report);
+}

@@ -1,0 +1,150 @@
+// The pure parts of `npm run plan -- --diff`: the diff of two plans, replacement, the tree by parent and the
+// renderers, over the planned platform and copies of it changed as a pull request would.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { diffPlans, changeTree, propertyChanges, type ProjectPlan } from "../lib/plan/diff";
+import { renderDiff, type DiffReport } from "../lib/plan/diff-format";
+import { canonicalType, yamlProgramPlan } from "../lib/plan/diff-program";
+import { reviewSummary } from "../lib/plan/diff-summary";
+import { planChain, repoRoot } from "../lib/plan/projects";
+
+const NODES = "eks:index:ManagedNodeGroup";
+let base: ProjectPlan[];
+beforeAll(async () => {
+  base = [
+    ...(await planChain()),
+    yamlProgramPlan(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8")),
+  ] as ProjectPlan[];
+});
+
+/** A copy of the plan with `change` applied to the resource of type `type` named `name`. */
+function changed(
+  type: string,
+  name: string,
+  change: (inputs: Record<string, unknown>) => void,
+): ProjectPlan[] {
+  const copy = structuredClone(base);
+  const r = copy.flatMap((p) => p.resources).find((x) => x.type === type && x.name === name);
+  expect(r, `${type} ${name}`).toBeDefined();
+  change(r!.inputs);
+  return copy;
+}
+
+const report = (before: ProjectPlan[], after: ProjectPlan[]): DiffReport => {
+  const diff = diffPlans(before, after);
+  return {
+    base: { ref: "main", commit: "0".repeat(40) },
+    diff,
+    summary: reviewSummary(diff, before, after),
+    violations: [],
+    before,
+    after,
+  };
+};
+
+describe("the plan diff", () => {
+  it("is empty between a plan and itself", () => {
+    expect(diffPlans(base, structuredClone(base)).projects.flatMap((p) => p.changes)).toEqual([]);
+  });
+
+  it("shows a change inside an IAM policy document field by field", () => {
+    const before = JSON.stringify({
+      Statement: [{ Effect: "Allow", Action: ["s3:GetObject"], Resource: "a" }],
+    });
+    const after = JSON.stringify({
+      Statement: [{ Effect: "Allow", Action: ["s3:GetObject"], Resource: "*" }],
+    });
+    expect(propertyChanges({ policy: before }, { policy: after })).toEqual([
+      { path: "policy.Statement[0].Resource", before: "a", after: "*" },
+    ]);
+  });
+
+  it("replaces a node group whose instance type changes, and lists it under loss", () => {
+    const after = changed(NODES, "platform-nodes", (i) => (i.instanceTypes = ["t3.medium"]));
+    const r = report(base, after);
+    const change = r.diff.projects.flatMap((p) => p.changes)[0]!;
+    expect(change).toMatchObject({ kind: "replace", replaceReasons: ["instanceTypes"] });
+    expect(r.summary.loss.map((f) => f.name)).toEqual(["platform-nodes"]);
+    expect(r.summary.cost.delta).toBeGreaterThan(0);
+  });
+
+  it("updates in place what the provider updates in place", () => {
+    const after = changed(
+      NODES,
+      "platform-nodes",
+      (i) => ((i.scalingConfig as { maxSize: number }).maxSize += 1),
+    );
+    expect(diffPlans(base, after).projects.flatMap((p) => p.changes)[0]?.kind).toBe("update");
+  });
+
+  it("replaces a Kubernetes object whose name changes", () => {
+    const ns = base.flatMap((p) => p.resources).find((r) => r.type === "kubernetes:core/v1:Namespace")!;
+    const after = changed(ns.type, ns.name, (i) => ((i.metadata as { name: string }).name += "-renamed"));
+    expect(diffPlans(base, after).projects.flatMap((p) => p.changes)[0]).toMatchObject({
+      kind: "replace",
+      replaceReasons: ["metadata.name"],
+    });
+  });
+
+  it("removes what a commit deletes, protected resources first under loss", () => {
+    const after = structuredClone(base).map((p) => ({
+      ...p,
+      resources: p.resources.filter((r) => !["aws:s3/bucket:Bucket", NODES].includes(r.type)),
+    }));
+    const loss = report(base, after).summary.loss;
+    expect(loss.map((f) => [f.name, f.flags])).toEqual([
+      ["bucket", ["protected"]],
+      ["platform-nodes", []],
+    ]);
+  });
+
+  it("shows a new Kargo claim on an approver role under privilege", () => {
+    const account = base
+      .flatMap((p) => p.resources)
+      .find((r) =>
+        Object.keys((r.inputs.metadata as { annotations?: object })?.annotations ?? {}).some((k) =>
+          k.startsWith("rbac.kargo.akuity.io/"),
+        ),
+      )!;
+    const key = Object.keys((account.inputs.metadata as { annotations: object }).annotations).find((k) =>
+      k.startsWith("rbac.kargo.akuity.io/"),
+    )!;
+    const after = changed(account.type, account.name, (i) => {
+      (i.metadata as { annotations: Record<string, string> }).annotations[key] += ",everyone";
+    });
+    const [finding] = report(base, after).summary.privilege;
+    expect(finding?.name).toBe(account.name);
+    expect(finding?.lines[0]).toMatch(
+      new RegExp(`^metadata\\.annotations\\.${key.replace(/[./]/g, "\\$&")}: .* → .*,everyone$`),
+    );
+  });
+
+  it("puts a component's changed children under it", () => {
+    const after = changed(NODES, "platform-nodes", (i) => (i.diskSize = 40));
+    const project = diffPlans(base, after).projects.find((p) => p.project === "cluster")!;
+    const [root] = changeTree(project, base[0], after[0]);
+    expect(root!.type).toBe("platform:cluster:PlatformCluster");
+    expect(root!.children.map((c) => c.name)).toEqual(["platform-nodes"]);
+  });
+
+  it("reads Pulumi YAML's short type tokens as the provider's", () => {
+    expect(canonicalType("aws:s3:Bucket")).toBe("aws:s3/bucket:Bucket");
+    expect(canonicalType("aws:s3/bucket:Bucket")).toBe("aws:s3/bucket:Bucket");
+  });
+
+  it("renders Markdown with the four headings, the policy and the changes, inputs only as code", () => {
+    const after = changed("aws:ec2/securityGroup:SecurityGroup", "kargo-webhooks", (i) => {
+      (i.ingress as { cidrBlocks: string[] }[])[0]!.cidrBlocks = ["0.0.0.0/0"];
+      i.description = "<script>x</script>";
+    });
+    const markdown = renderDiff(report(base, after), "markdown");
+    for (const heading of ["Exposure", "Privilege", "Loss", "Cost", "Policy", "Changes"])
+      expect(markdown).toContain(`### ${heading}`);
+    // Inputs reach the comment only as code: escaped in lists, verbatim only inside fenced blocks.
+    const prose = markdown.replace(/```diff\n[\s\S]*?\n```/g, "").replace(/`[^`\n]*`/g, "");
+    expect(prose).not.toContain("<script>");
+    expect(prose).toContain("open to the world: tcp 8443 from 0.0.0.0/0");
+    expect(markdown).toContain("description: Webhook deliveries");
+  });
+});

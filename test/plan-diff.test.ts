@@ -1,0 +1,188 @@
+// `npm run plan -- --diff` between two real commits of a temporary repository (a copy of the tracked files,
+// node_modules linked): the second commit opens a port to the world, widens the environments' IAM policy,
+// deletes the promoted program's protected bucket (and adds an unprotected one) and adds a node. Each must
+// show under its heading, with the cost, and the policy pack must flag the ones that break a rule. One diff
+// run (two plans) for the whole file.
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import YAML from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pipeline } from "../kargo/pipeline";
+import { WEBHOOKS_LISTENER_PORT } from "../kargo/warehouseWebhook";
+import { price } from "../lib/plan/costs";
+import type { ChangeNode, ResourceChange } from "../lib/plan/diff";
+import type { PolicyViolation } from "../lib/plan/diff-format";
+import type { ReviewSummary } from "../lib/plan/diff-summary";
+import { repoRoot } from "../lib/plan/projects";
+
+const run = promisify(execFile);
+const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
+
+async function plan(cwd: string, ...args: string[]) {
+  try {
+    const { stdout, stderr } = await run(tsx, ["lib/plan/cli.ts", ...args], { cwd, maxBuffer: 64 << 20 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+function edit(file: string, change: (text: string) => string) {
+  const before = fs.readFileSync(file, "utf8");
+  const after = change(before);
+  expect(after, `${file} changed`).not.toBe(before);
+  fs.writeFileSync(file, after);
+}
+
+interface JsonReport {
+  base: { ref: string; commit: string };
+  summary: ReviewSummary;
+  violations: PolicyViolation[];
+  projects: { project: string; changes: ResourceChange[]; tree: ChangeNode[] }[];
+}
+
+const exampleCluster = YAML.parse(fs.readFileSync(path.join(repoRoot, "cluster/Pulumi.example.yaml"), "utf8"))
+  .config as Record<string, unknown>;
+const nodes = exampleCluster["cluster:nodeDesiredSize"] as number;
+const environments = Object.keys(pipeline.environments);
+
+describe("npm run plan -- --diff, between two commits", () => {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), "plan-diff-repo-"));
+  const git = (...args: string[]) =>
+    run("git", ["-c", "user.email=test@example.com", "-c", "user.name=test", ...args], { cwd: repo });
+  let report: JsonReport;
+  let badRef: Awaited<ReturnType<typeof plan>>;
+  let badConfig: Awaited<ReturnType<typeof plan>>;
+
+  afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
+
+  beforeAll(async () => {
+    const tracked = (await run("git", ["ls-files", "-z"], { cwd: repoRoot })).stdout
+      .split("\0")
+      .filter(Boolean);
+    for (const file of tracked) {
+      const from = path.join(repoRoot, file);
+      if (!fs.existsSync(from)) continue;
+      fs.mkdirSync(path.dirname(path.join(repo, file)), { recursive: true });
+      fs.copyFileSync(from, path.join(repo, file));
+    }
+    fs.symlinkSync(fs.realpathSync(path.join(repoRoot, "node_modules")), path.join(repo, "node_modules"));
+    await git("init", "--quiet");
+    fs.appendFileSync(path.join(repo, ".git", "info", "exclude"), "node_modules\n");
+    await git("add", "--all");
+    await git("commit", "--quiet", "-m", "before");
+
+    // Opens Kargo's webhook listener to the world.
+    edit(path.join(repo, "kargo/Pulumi.example.yaml"), (t) =>
+      t.replace(/kargo:webhookAllowedCidrs:\n(\s+- .*\n)+/, "kargo:webhookAllowedCidrs:\n    - 0.0.0.0/0\n"),
+    );
+    // Widens every environment's program policy from its buckets to every resource.
+    edit(path.join(repo, "kargo/programPolicy.ts"), (t) =>
+      t.replace("const resource = bucketArn(p, env.pulumiStack, partition);", 'const resource = "*";'),
+    );
+    // Adds a node.
+    edit(path.join(repo, "cluster/Pulumi.example.yaml"), (t) =>
+      t.replace(`cluster:nodeDesiredSize: ${nodes}`, `cluster:nodeDesiredSize: ${nodes + 1}`),
+    );
+    // Deletes the promoted program's protected bucket and adds one that is not protected.
+    edit(path.join(repo, "Pulumi.yaml"), (t) => {
+      const doc = YAML.parseDocument(t);
+      doc.deleteIn(["resources", "bucket"]);
+      doc.setIn(["resources", "logs"], { type: "aws:s3:Bucket", properties: { bucketPrefix: "logs-" } });
+      return doc.toString();
+    });
+    await git("commit", "--quiet", "--all", "-m", "after");
+    fs.writeFileSync(path.join(repo, "broken.yaml"), "config: [not, a, map]\n");
+
+    const [diff, ...bad] = await Promise.all([
+      plan(repo, "--diff", "HEAD~1", "--format", "json"),
+      plan(repo, "--diff", "no-such-ref"),
+      plan(repo, "--diff", "HEAD~1", "--project", "cluster", "--config", "broken.yaml"),
+    ]);
+    expect(diff.stderr).toBe("");
+    expect(diff.code).toBe(0);
+    report = JSON.parse(diff.stdout);
+    [badRef, badConfig] = bad as [typeof diff, typeof diff];
+  });
+
+  it("names the commit it compares with", async () => {
+    expect(report.base.commit).toBe((await git("rev-parse", "HEAD~1")).stdout.trim());
+  });
+
+  it("shows the port opened to the world under exposure, and the policy pack blocks it", () => {
+    const finding = report.summary.exposure.find(
+      (f) => f.name === "kargo-webhooks" && f.type.includes("securityGroup:"),
+    );
+    expect(finding?.flags).toContain(`open to the world: tcp ${WEBHOOKS_LISTENER_PORT} from 0.0.0.0/0`);
+    expect(finding?.lines.join("\n")).toMatch(/ingress\[0\]\.cidrBlocks: .* → \["0\.0\.0\.0\/0"\]/);
+    expect(report.violations).toContainEqual(
+      expect.objectContaining({ policy: "security-group-world-ingress", name: "kargo-webhooks" }),
+    );
+  });
+
+  it("shows every environment's widened IAM policy under privilege, and the policy pack blocks each", () => {
+    for (const env of environments) {
+      const finding = report.summary.privilege.find((f) => f.name === `promoted-program-${env}`);
+      expect(finding?.flags, env).toContain("allows actions on every resource (*)");
+      expect(
+        finding?.lines.some((l) => /^\s*\+ .*Allow .*s3:DeleteBucket.* on \*/.test(l)),
+        env,
+      ).toBe(true);
+      expect(report.violations, env).toContainEqual(
+        expect.objectContaining({ policy: "iam-no-write-on-star", name: `promoted-program-${env}` }),
+      );
+    }
+  });
+
+  it("lists the protected bucket's deletion first under loss", () => {
+    const [first] = report.summary.loss;
+    expect(first).toMatchObject({ kind: "remove", name: "bucket", type: "aws:s3/bucket:Bucket" });
+    expect(first!.flags).toContain("protected");
+  });
+
+  it("blocks the unprotected bucket that was added", () => {
+    expect(report.violations).toContainEqual(
+      expect.objectContaining({ policy: "data-protected", name: "logs" }),
+    );
+  });
+
+  it("prices the added node: one more instance and its root volume", () => {
+    const type = (exampleCluster["cluster:nodeInstanceTypes"] as string[])[0]!;
+    const disk = exampleCluster["cluster:nodeDiskSizeGiB"] as number;
+    const expected = price.instancePerHour[type]! * 730 + disk * price.gp2PerGBMonth;
+    expect(report.summary.cost.delta).toBeCloseTo(expected, 1);
+    expect(report.summary.cost.lines.map((l) => l.item)).toContain(
+      `${type} node × ${nodes} → ${type} node × ${nodes + 1}`,
+    );
+    // Adding a node breaks no rule.
+    expect(report.violations.filter((v) => v.type === "eks:index:ManagedNodeGroup")).toEqual([]);
+  });
+
+  it("puts a component's children under the component, with the inputs that changed", () => {
+    const cluster = report.projects.find((p) => p.project === "cluster")!;
+    const component = cluster.tree.find((n) =>
+      n.children.some((c) => c.type === "eks:index:ManagedNodeGroup"),
+    );
+    expect(component?.change, "the component itself did not change").toBeUndefined();
+    const nodeGroup = component!.children.find((c) => c.type === "eks:index:ManagedNodeGroup")!;
+    expect(nodeGroup.change?.kind).toBe("update");
+    expect(nodeGroup.change?.properties).toContainEqual({
+      path: "scalingConfig.desiredSize",
+      before: nodes,
+      after: nodes + 1,
+    });
+  });
+
+  it("exits 2 for a ref that is no commit, 1 with the program's message for a bad config", () => {
+    expect(badRef.code).toBe(2);
+    expect(badRef.stderr).toContain('"no-such-ref" is not a commit');
+    expect(badConfig.code).toBe(1);
+    expect(badConfig.stderr).toMatch(
+      /plan failed: stack config .*broken\.yaml: its config is a list, not a map/,
+    );
+  });
+});

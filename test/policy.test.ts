@@ -1,0 +1,156 @@
+// The policy pack (policy/) against the planned resources: the platform as planned breaks no rule, and each
+// rule flags a planned resource changed the way a pull request could change it. The pack runs as the engine
+// runs it (its own process, asked over gRPC: test/policy-server.ts), and the offline driver the plan diff
+// uses (policy/offline.ts) must find exactly the same.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkResources, type PlannedResource } from "../policy/offline";
+import { PUBLIC_LISTENER_PORTS, policies } from "../policy/policies";
+import type { ProjectPlan } from "../lib/plan/diff";
+import { yamlProgramPlan } from "../lib/plan/diff-program";
+import { planChain, repoRoot } from "../lib/plan/projects";
+import { MANDATORY, startPolicyServer, type PolicyServer } from "./policy-server";
+
+let planned: PlannedResource[];
+let server: PolicyServer;
+afterAll(() => server?.close());
+beforeAll(async () => {
+  server = await startPolicyServer();
+  const program = yamlProgramPlan(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
+  planned = [...(await planChain()), program as ProjectPlan].flatMap((p) => p.resources);
+});
+
+const find = (type: string, name?: string) => {
+  const r = planned.find((x) => x.type === type && (name === undefined || x.name === name));
+  expect(r, `the plan has a ${type}${name ? ` named ${name}` : ""}`).toBeDefined();
+  return structuredClone(r!);
+};
+const policy = (name: string) => policies.filter((p) => p.name === name);
+/** What the running pack reports for `resources` under policy `name`, checked against the offline driver. */
+async function violations(name: string, ...resources: PlannedResource[]): Promise<string[]> {
+  const live = [];
+  for (const r of resources) live.push(...(await server.analyze(r)).filter((d) => d.policy === name));
+  expect(live.every((d) => d.enforcementLevel === MANDATORY)).toBe(true);
+  // The engine's message is the policy's description, a line break, then what the policy reported.
+  const messages = live.map((d) => d.message.split("\n").slice(1).join("\n"));
+  expect((await checkResources(resources, policy(name))).map((v) => v.message)).toEqual(messages);
+  return messages;
+}
+
+describe("the policy pack", () => {
+  it("is every policy, mandatory, in a pack Pulumi can load from policy/", () => {
+    expect(
+      YAML.parse(fs.readFileSync(path.join(repoRoot, "policy/PulumiPolicy.yaml"), "utf8")).runtime.name,
+    ).toBe("nodejs");
+    expect(JSON.parse(fs.readFileSync(path.join(repoRoot, "policy/package.json"), "utf8")).version).toMatch(
+      /^\d+\.\d+\.\d+$/,
+    );
+    expect(fs.readFileSync(path.join(repoRoot, "policy/index.ts"), "utf8")).toMatch(
+      /new PolicyPack\("platform", \{ enforcementLevel: "mandatory", policies \}\)/,
+    );
+    expect(policies.every((p) => p.enforcementLevel === undefined)).toBe(true);
+  });
+
+  it("serves every policy, mandatory, as the engine sees it", async () => {
+    expect(await server.policies()).toEqual(
+      policies.map((p) => ({ name: p.name, enforcementLevel: MANDATORY })),
+    );
+  });
+
+  it("finds nothing in the planned platform and the promoted program", async () => {
+    expect(await checkResources(planned)).toEqual([]);
+    for (const r of planned) expect(await server.analyze(r), r.urn).toEqual([]);
+  });
+
+  it("security-group-world-ingress: the Kargo API listener may be public, the webhook listener may not", async () => {
+    const api = find("aws:ec2/securityGroup:SecurityGroup", "kargo-lb");
+    expect((api.inputs.ingress as { fromPort: number }[])[0]!.fromPort).toBe(PUBLIC_LISTENER_PORTS[0]);
+    expect(await violations("security-group-world-ingress", api)).toEqual([]);
+    const webhooks = find("aws:ec2/securityGroup:SecurityGroup", "kargo-webhooks");
+    (webhooks.inputs.ingress as { cidrBlocks: string[] }[])[0]!.cidrBlocks = ["0.0.0.0/0"];
+    expect(await violations("security-group-world-ingress", webhooks)).toEqual([
+      expect.stringMatching(/admits 0\.0\.0\.0\/0 on tcp 8443/),
+    ]);
+    const nodePort = find("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule");
+    expect(await violations("security-group-world-ingress", nodePort)).toEqual([]);
+    delete nodePort.inputs.referencedSecurityGroupId;
+    nodePort.inputs.cidrIpv6 = "::/0";
+    expect(await violations("security-group-world-ingress", nodePort)).toHaveLength(1);
+  });
+
+  it("iam-no-write-on-star: writes stay on the program's buckets; reads on * pass, writes on * do not", async () => {
+    const role = find("aws:iam/rolePolicy:RolePolicy", "promoted-program-dev");
+    expect(await violations("iam-no-write-on-star", role)).toEqual([]);
+    const doc = JSON.parse(role.inputs.policy as string) as {
+      Statement: { Action: string[]; Resource: unknown }[];
+    };
+    const readOnly = structuredClone(role);
+    readOnly.inputs.policy = JSON.stringify({
+      ...doc,
+      Statement: [
+        {
+          ...doc.Statement[1],
+          Action: doc.Statement[1]!.Action.filter((a) => /:(Get|List)/.test(a)),
+          Resource: "*",
+        },
+      ],
+    });
+    expect(await violations("iam-no-write-on-star", readOnly)).toEqual([]);
+    for (const st of doc.Statement) st.Resource = "*";
+    role.inputs.policy = JSON.stringify(doc);
+    expect(await violations("iam-no-write-on-star", role)).toEqual([
+      expect.stringMatching(/s3:CreateBucket.* on \*/),
+      expect.stringMatching(/s3:DeleteBucket.* on \*/),
+    ]);
+    const attachment = find("aws:iam/rolePolicyAttachment:RolePolicyAttachment");
+    expect(await violations("iam-no-write-on-star", attachment)).toEqual([]);
+    attachment.inputs.policyArn = "arn:aws:iam::aws:policy/AdministratorAccess";
+    expect(await violations("iam-no-write-on-star", attachment)).toHaveLength(1);
+  });
+
+  it("data-protected: the user pool and the program's bucket are protected; unprotected they are not allowed", async () => {
+    for (const type of ["aws:cognito/userPool:UserPool", "aws:s3/bucket:Bucket"]) {
+      const r = find(type);
+      expect(await violations("data-protected", r)).toEqual([]);
+      r.options.protect = false;
+      expect(await violations("data-protected", r), type).toHaveLength(1);
+    }
+  });
+
+  it("versions-pinned: every chart has an exact version and no image is `latest`", async () => {
+    const releases = planned.filter((r) => r.type === "kubernetes:helm.sh/v3:Release");
+    expect(releases.length).toBeGreaterThan(0);
+    expect(await violations("versions-pinned", ...releases)).toEqual([]);
+    const range = structuredClone(releases[0]!);
+    range.inputs.version = "^2";
+    const latest = find("kubernetes:helm.sh/v3:Release", "pulumi-kubernetes-operator");
+    (latest.inputs.values as { image: { tag: string } }).image.tag = "latest";
+    expect(await violations("versions-pinned", range, latest)).toEqual([
+      expect.stringMatching(/has version "\^2"; pin an exact version/),
+      expect.stringMatching(/values\.image\.tag "latest" is not a release/),
+    ]);
+  });
+
+  it("workload-requests: every component a release sizes requests CPU and memory", async () => {
+    const kargo = find("kubernetes:helm.sh/v3:Release", "kargo");
+    expect(await violations("workload-requests", kargo)).toEqual([]);
+    (kargo.inputs.values as { api: { resources: unknown } }).api.resources = { limits: { memory: "256Mi" } };
+    expect(await violations("workload-requests", kargo)).toEqual([
+      "values.api.resources requests no cpu or memory",
+    ]);
+  });
+
+  it("no-plaintext-secret: a token may sit in a Secret's data, never in a chart's values", async () => {
+    const token = `ghp_${"a1B2".repeat(9)}`;
+    const secret = find("kubernetes:core/v1:Secret");
+    secret.inputs.stringData = { password: token };
+    expect(await violations("no-plaintext-secret", secret)).toEqual([]);
+    const kargo = find("kubernetes:helm.sh/v3:Release", "kargo");
+    (kargo.inputs.values as Record<string, unknown>).extraEnv = [{ name: "GITHUB_TOKEN", value: token }];
+    expect(await violations("no-plaintext-secret", kargo)).toEqual([
+      expect.stringMatching(/^values\.extraEnv\[0\]\.value holds a GitHub token in plain text/),
+    ]);
+  });
+});
