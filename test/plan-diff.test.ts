@@ -78,7 +78,11 @@ describe("npm run plan -- --diff, between two commits", () => {
 
     // Opens Kargo's webhook listener to the world.
     edit(path.join(repo, "kargo/Pulumi.example.yaml"), (t) =>
-      t.replace(/kargo:webhookAllowedCidrs:\n(\s+- .*\n)+/, "kargo:webhookAllowedCidrs:\n    - 0.0.0.0/0\n"),
+      // Set, or left to GitHub's ranges in a comment.
+      t.replace(
+        /(# )?kargo:webhookAllowedCidrs:\n(\s+(#\s+)?- .*\n?)+/,
+        "kargo:webhookAllowedCidrs:\n    - 0.0.0.0/0\n",
+      ),
     );
     // Widens every environment's program policy from its buckets to every resource.
     edit(path.join(repo, "kargo/programPolicy.ts"), (t) =>
