@@ -12,6 +12,7 @@ import {
 } from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import {
+  approvalKey,
   approverGroups,
   freightPaths,
   githubRepository,
@@ -223,24 +224,19 @@ describe("kargo project", () => {
     );
   });
 
-  it("records on the Freight who approved it at each gate", () => {
+  it("records on the Freight who approved it at each gate, under the gate's own key (test/promotion keeps every approval)", () => {
     for (const s of pipeline.stages.filter((s) => s.kind === "gate")) {
-      expect(stage(s.name).spec.promotionTemplate.spec.steps).toEqual([
-        {
-          uses: "set-metadata",
-          config: {
-            updates: [
-              {
-                kind: "Freight",
-                name: "${{ ctx.targetFreight.name }}",
-                values: { [`approved-by-${s.name}`]: "${{ ctx.meta.promotion.actor }}" },
-              },
-            ],
-          },
-        },
-      ]);
+      const steps = stage(s.name).spec.promotionTemplate.spec.steps;
+      expect(steps).toHaveLength(1);
+      expect(steps[0]).toMatchObject({ uses: "set-metadata" });
+      const [update] = steps[0].config.updates;
+      expect(update).toMatchObject({ kind: "Freight", name: "${{ ctx.targetFreight.name }}" });
+      expect(Object.keys(update.values)).toEqual([approvalKey(s.name)]);
+      expect(update.values[approvalKey(s.name)]).toContain("ctx.meta.promotion.actor");
       expect(stage(s.name).spec.verification).toBeUndefined();
     }
+    const keys = pipeline.stages.filter((s) => s.kind === "gate").map((s) => approvalKey(s.name));
+    expect(new Set(keys).size).toBe(keys.length);
   });
 
   it("passes only declared args to verification, and declares every arg a template uses", () => {

@@ -246,11 +246,21 @@ export function stageBranchReadme(stageName: string, commit: string): string {
   ].join("\n");
 }
 
+/** The Freight metadata key holding the approvals of a gate, each the approver's Kargo actor. */
+export const approvalKey = (gate: string) => `approved-by-${gate}`;
+
+const approvalsAppended = (key: string) =>
+  "${{ concat((let prev = freightMetadata(ctx.targetFreight.name)?.[" +
+  JSON.stringify(key) +
+  ']; type(prev) == "array" ? prev : prev == nil ? [] : [prev]), [ctx.meta.promotion.actor]) }}';
+
 export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
   if (isGate(s)) {
     return {
       requestedFreight: requestedFreight(s),
-      // Records on the Freight who let it through this gate.
+      // Records on the Freight who let it through this gate: every approval, in order. set-metadata replaces
+      // a key's value (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/metadata_setter.go), so the step
+      // appends to what freightMetadata() reads there; a value from before this was a list becomes its first.
       promotionTemplate: {
         spec: {
           steps: [
@@ -261,7 +271,7 @@ export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
                   {
                     kind: "Freight",
                     name: "${{ ctx.targetFreight.name }}",
-                    values: { [`approved-by-${s.name}`]: "${{ ctx.meta.promotion.actor }}" },
+                    values: { [approvalKey(s.name)]: approvalsAppended(approvalKey(s.name)) },
                   },
                 ],
               },

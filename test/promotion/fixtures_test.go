@@ -119,6 +119,30 @@ type Remote struct {
 	Dir  string
 	URL  string
 	A, B string
+	// handMade is every path someone committed to a stage branch by hand.
+	handMade map[string]bool
+}
+
+// commitByHand commits files to a branch of the remote as a person would, outside any promotion.
+func (r *Remote) commitByHand(t *testing.T, branch string, files map[string]string) {
+	t.Helper()
+	work := filepath.Join(t.TempDir(), "hand")
+	gitRun(t, filepath.Dir(work), "clone", "--quiet", "--branch", branch, r.Dir, work)
+	for p, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(work, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r.handMade == nil {
+			r.handMade = map[string]bool{}
+		}
+		r.handMade[p] = true
+	}
+	gitRun(t, work, "add", "-A")
+	gitRun(t, work, "commit", "--quiet", "-m", "A fix by hand")
+	gitRun(t, work, "push", "--quiet", "origin", branch)
 }
 
 func newRemote(t *testing.T) *Remote {
