@@ -230,7 +230,7 @@ describe("kargo project", () => {
       expect(steps).toHaveLength(1);
       expect(steps[0]).toMatchObject({ uses: "set-metadata" });
       const [update] = steps[0].config.updates;
-      expect(update).toMatchObject({ kind: "Freight", name: "${{ ctx.targetFreight.name }}" });
+      expect(update).toMatchObject({ kind: "Freight", name: "${{ quote(ctx.targetFreight.name) }}" });
       expect(Object.keys(update.values)).toEqual([approvalKey(s.name)]);
       expect(update.values[approvalKey(s.name)]).toContain("ctx.meta.promotion.actor");
       expect(stage(s.name).spec.verification).toBeUndefined();

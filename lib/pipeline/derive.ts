@@ -270,7 +270,8 @@ export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
                 updates: [
                   {
                     kind: "Freight",
-                    name: "${{ ctx.targetFreight.name }}",
+                    // Freight names are hex digests: one of digits only would become a number unquoted.
+                    name: quoted("ctx.targetFreight.name"),
                     values: { [approvalKey(s.name)]: approvalsAppended(approvalKey(s.name)) },
                   },
                 ],
