@@ -62,9 +62,14 @@ func everyExpression(t *testing.T) []emitted {
 	return out
 }
 
-// Commit IDs a Freight may carry: an ordinary one, and one of digits only, which Kargo would turn into a
-// number wherever an expression is the whole value and not quoted (pkg/expressions/json_templates.go).
-var commitIDs = []string{"3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a", "1234567890123456789012345678901234567890"}
+// Commit IDs a Freight may carry: an ordinary one, and two that Kargo would turn into a number wherever an
+// expression is the whole value and not quoted (pkg/expressions/json_templates.go: strconv.ParseFloat),
+// digits only and digits with one "e".
+var commitIDs = []string{
+	"3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a",
+	"1234567890123456789012345678901234567890",
+	"12345678901234567890123456789012345678e1",
+}
 
 // stagesRunning is every Stage whose promotion runs the object: a Stage runs its own template, a
 // PromotionTask runs in every Stage whose template uses it.
@@ -237,20 +242,21 @@ func TestEveryExpressionEvaluates(t *testing.T) {
 	}
 }
 
-// An unquoted commit ID of digits becomes a number, which a verification arg must not be: the case
-// quote() is there for, shown on Kargo's evaluator.
-func TestAnUnquotedCommitOfDigitsIsANumber(t *testing.T) {
+// An unquoted commit ID that reads as a number becomes one, which a verification arg must not be: the
+// case quote() is there for, shown on Kargo's evaluator.
+func TestAnUnquotedNumericCommitIsANumber(t *testing.T) {
 	t.Parallel()
-	v, err := expressions.EvaluateTemplate(`${{ commit }}`, map[string]any{"commit": commitIDs[1]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := v.(float64); !ok {
-		t.Errorf("unquoted, %s evaluates to %T, want a float64", commitIDs[1], v)
-	}
-	v, _ = expressions.EvaluateTemplate(`${{ quote(commit) }}`, map[string]any{"commit": commitIDs[1]})
-	if v != commitIDs[1] {
-		t.Errorf("quoted, %s evaluates to %#v", commitIDs[1], v)
+	for _, commit := range commitIDs[1:] {
+		v, err := expressions.EvaluateTemplate(`${{ commit }}`, map[string]any{"commit": commit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := v.(float64); !ok {
+			t.Errorf("unquoted, %s evaluates to %T, want a float64", commit, v)
+		}
+		if v, _ = expressions.EvaluateTemplate(`${{ quote(commit) }}`, map[string]any{"commit": commit}); v != commit {
+			t.Errorf("quoted, %s evaluates to %#v", commit, v)
+		}
 	}
 }
 
