@@ -147,52 +147,88 @@ func (r *Remote) commitByHand(t *testing.T, branch string, files map[string]stri
 
 func newRemote(t *testing.T) *Remote {
 	t.Helper()
+	mainOnce.Do(func() { mainRepo, mainErr = buildTemplate(repoURL(t)) })
+	if mainErr != nil {
+		t.Fatalf("the template repository: %v", mainErr)
+	}
+	r := &Remote{Dir: filepath.Join(t.TempDir(), "remote.git"), URL: mainRepo.URL, A: mainRepo.A, B: mainRepo.B}
+	gitRun(t, filepath.Dir(r.Dir), "clone", "--quiet", "--bare", mainRepo.Dir, r.Dir)
+	return r
+}
+
+var (
+	mainOnce sync.Once
+	mainRepo *Remote
+	mainErr  error
+)
+
+// buildTemplate makes the repository every test clones: main with this repository's files at A, and B.
+func buildTemplate(url string) (*Remote, error) {
+	base, err := os.MkdirTemp("", "promotion-remote-")
+	if err != nil {
+		return nil, err
+	}
+	r := &Remote{Dir: filepath.Join(base, "remote.git"), URL: url}
+	work := filepath.Join(base, "main")
 	root := plan.RepoRoot()
-	r := &Remote{Dir: filepath.Join(t.TempDir(), "remote.git"), URL: repoURL(t)}
-	gitRun(t, filepath.Dir(r.Dir), "init", "--quiet", "--bare", "-b", "main", r.Dir)
-	work := filepath.Join(t.TempDir(), "main")
-	gitRun(t, filepath.Dir(work), "clone", "--quiet", r.Dir, work)
-	gitRun(t, work, "checkout", "--quiet", "-b", "main")
-	files := strings.Split(gitRun(t, root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"), "\x00")
-	for _, f := range files {
-		if f == "" {
-			continue
+	steps := [][]string{{base, "init", "--quiet", "--bare", "-b", "main", r.Dir}, {base, "init", "--quiet", "-b", "main", work}}
+	for _, s := range steps {
+		if _, err := gitErr(s[0], s[1:]...); err != nil {
+			return nil, err
 		}
-		if fi, err := os.Lstat(filepath.Join(root, f)); err != nil || !fi.Mode().IsRegular() {
+	}
+	list, err := gitErr(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range strings.Split(list, "\x00") {
+		if fi, err := os.Lstat(filepath.Join(root, f)); f == "" || err != nil || !fi.Mode().IsRegular() {
 			continue // deleted in the work tree, or a link such as node_modules
 		}
 		raw, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o755); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(work, f), raw, 0o644); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	gitRun(t, work, "add", "-A")
-	gitRun(t, work, "commit", "--quiet", "-m", "The platform and the promoted program")
-	r.A = gitRun(t, work, "rev-parse", "HEAD")
+	commit := func(msg string) (string, error) {
+		if _, err := gitErr(work, "add", "-A"); err != nil {
+			return "", err
+		}
+		if _, err := gitErr(work, "commit", "--quiet", "-m", msg); err != nil {
+			return "", err
+		}
+		return gitErr(work, "rev-parse", "HEAD")
+	}
+	if r.A, err = commit("The platform and the promoted program"); err != nil {
+		return nil, err
+	}
 	templates, _ := filepath.Glob(filepath.Join(work, "stacks", "*.yaml"))
 	if len(templates) == 0 {
-		t.Fatal("no Stack templates in stacks/")
+		return nil, fmt.Errorf("no Stack templates in stacks/")
 	}
 	for _, f := range templates {
 		raw, _ := os.ReadFile(f)
 		changed := strings.Replace(string(raw), "workspaceReclaimPolicy: Delete", "workspaceReclaimPolicy: Retain", 1)
 		if changed == string(raw) {
-			t.Fatalf("%s: no workspaceReclaimPolicy to change for Freight B", f)
+			return nil, fmt.Errorf("%s: no workspaceReclaimPolicy to change for Freight B", f)
 		}
 		if err := os.WriteFile(f, []byte(changed), 0o644); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	gitRun(t, work, "commit", "--quiet", "-am", "Keep failed workspaces")
-	r.B = gitRun(t, work, "rev-parse", "HEAD")
-	gitRun(t, work, "push", "--quiet", "origin", "main")
-	return r
+	if r.B, err = commit("Keep failed workspaces"); err != nil {
+		return nil, err
+	}
+	if _, err := gitErr(work, "push", "--quiet", r.Dir, "main"); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Ref is the commit a branch of the remote points at, "" if there is no such branch.
