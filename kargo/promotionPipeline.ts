@@ -157,7 +157,9 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // would delete them in a push GitHub refuses without the Workflows permission. Each stage's first
     // promotion creates its branch instead, as an orphan (lib/pipeline/derive.ts promotionTaskSpec), so it
     // only ever holds what Kargo writes. Until then its Application reports a ComparisonError and deploys
-    // nothing; it never syncs by itself.
+    // nothing; it never syncs by itself. The promotion's argocd-update asks for a hard refresh before the
+    // sync (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/argocd_updater.go), so Argo CD resolves the
+    // new branch at once.
     const applications = environmentStages(p).map(
       (s) =>
         new argocd.Application(
