@@ -34,7 +34,7 @@ func argocdUpdate(_ context.Context, s *StepContext, cfg builtin.ArgoCDUpdateCon
 		}
 		namespace := update.Namespace
 		if namespace == "" {
-			namespace = "argocd"
+			namespace = "argocd" // libargocd.Namespace(): ARGOCD_NAMESPACE, "argocd" when unset
 		}
 		app, err := s.Engine.application(namespace, update.Name)
 		if err != nil {
