@@ -105,7 +105,6 @@ export = async () => {
     argocdNamespace: setup.argocdNamespace,
     argocdProject: setup.argocdProject,
     git: { username: config.gitUsername, token: config.gitToken, readToken: config.gitReadToken },
-    github: { provider: githubProvider, repository },
     pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
   });
   if (!config.gitReadToken)

@@ -1,4 +1,3 @@
-import * as github from "@pulumi/github";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
@@ -14,9 +13,6 @@ import {
   names,
   projectConfigSpec,
   promotionTaskSpec,
-  stageBranch,
-  stageBranchFile,
-  stageBranchReadme,
   stageSpec,
   warehouseSpec,
 } from "../lib/pipeline/derive";
@@ -34,8 +30,6 @@ export interface PromotionPipelineArgs {
    * write. Without a read token, they get the push token.
    */
   git: { username: string; token: pulumi.Input<string>; readToken?: pulumi.Input<string> };
-  /** The pipeline's GitHub repository and a provider for it, which creates the stage branches. */
-  github: { provider: github.Provider; repository: { owner: string; name: string } };
   /** The Pulumi Cloud token verification reads updates with (read access is enough). */
   pulumiAccessToken: pulumi.Input<string>;
 }
@@ -43,7 +37,8 @@ export interface PromotionPipelineArgs {
 /**
  * The promotion pipeline as Kubernetes objects, every one derived from the pipeline definition: the Kargo
  * Project and its policies, the Warehouse, one shared PromotionTask and thin Stages, verification, approver
- * roles, credentials, one Argo CD Application per environment stage and the branch it tracks.
+ * roles, credentials, and one Argo CD Application per environment stage, tracking the branch its
+ * promotions write.
  */
 export class PromotionPipeline extends pulumi.ComponentResource {
   readonly namespace: pulumi.Output<string>;
@@ -157,35 +152,14 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         ),
     );
 
-    // Each stage's branch exists from the start, holding no manifest: Argo CD reports an Application whose
-    // branch is missing as a ComparisonError with sync status Unknown (argo-cd v3.4.4 controller/state.go),
-    // and one with nothing to deploy as Synced and Healthy. Branched from main with autocreateBranch, then
-    // written only by promotions; any other commit there would move the branch away from the revision Kargo
-    // waits for (akuity/kargo v1.11.2 pkg/health/checker/builtin/argocd.go), hence ignoreChanges and
-    // retainOnDelete (the branch keeps the stage's promotion history).
-    const { repository, provider: githubProvider } = args.github;
-    const branches = environmentStages(p).map(
-      (s) =>
-        new github.RepositoryFile(
-          `${name}-${s.name}-branch`,
-          {
-            repository: repository.name,
-            branch: stageBranch(s.name),
-            autocreateBranch: true,
-            autocreateBranchSourceBranch: p.source.branch,
-            file: stageBranchFile,
-            content: stageBranchReadme(s.name),
-            commitMessage: `Create ${stageBranch(s.name)}: pipeline stage ${s.name}, not promoted yet`,
-          },
-          {
-            parent: this,
-            provider: githubProvider,
-            retainOnDelete: true,
-            ignoreChanges: ["content", "commitMessage", "commitAuthor", "commitEmail"],
-          },
-        ),
-    );
-
+    // No stage branch is created here: GitHub can only branch from an existing commit, so a branch made at
+    // `pulumi up` would start with main's whole tree, workflows included, and the first promotion's git-clear
+    // would delete them in a push GitHub refuses without the Workflows permission. Each stage's first
+    // promotion creates its branch instead, as an orphan (lib/pipeline/derive.ts promotionTaskSpec), so it
+    // only ever holds what Kargo writes. Until then its Application reports a ComparisonError and deploys
+    // nothing; it never syncs by itself. The promotion's argocd-update asks for a hard refresh before the
+    // sync (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/argocd_updater.go), so Argo CD resolves the
+    // new branch at once.
     const applications = environmentStages(p).map(
       (s) =>
         new argocd.Application(
@@ -198,7 +172,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
             },
             spec: applicationSpec(p, s, { argocdProject: args.argocdProject }),
           },
-          { ...k8sOpts, dependsOn: branches },
+          k8sOpts,
         ),
     );
 

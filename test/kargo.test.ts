@@ -12,6 +12,7 @@ import {
 } from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import {
+  approvalKey,
   approverGroups,
   freightPaths,
   githubRepository,
@@ -199,28 +200,21 @@ describe("kargo project", () => {
     });
   });
 
-  it("creates each stage's branch at pulumi up without a manifest on it, and never commits there again", () => {
-    const files = plan.resources.filter((r) => r.type === "github:index/repositoryFile:RepositoryFile");
-    expect(files.map((f) => f.inputs.branch).sort()).toEqual(
-      ["dev", "dev2", "dev2preview", "devpreview", "qa", "qapreview"].map((s) => `stage/${s}`),
+  it("creates no stage branch at pulumi up: each stage's first promotion creates its own, holding nothing of main", () => {
+    // A branch GitHub creates starts from an existing commit (main's tree, workflows included); Kargo's
+    // git-clone creates a missing one as an orphan (test/promotion runs it).
+    const branches = plan.resources.filter((r) =>
+      ["github:index/repositoryFile:RepositoryFile", "github:index/branch:Branch"].includes(r.type),
     );
-    for (const f of files) {
-      expect(f.inputs).toMatchObject({
-        repository: "infra-change-platform",
-        autocreateBranch: true,
-        autocreateBranchSourceBranch: "main",
-        file: "PIPELINE-STAGE.md",
-      });
-      // Never overwrite a branch a promotion already wrote: that commit would move it off Kargo's revision.
-      expect(f.inputs.overwriteOnCreate).toBeUndefined();
-      expect(String(f.inputs.content)).toContain("Not promoted yet");
-      expect(f.options.retainOnDelete).toBe(true);
-      expect(f.options.ignoreChanges).toEqual(
-        expect.arrayContaining(["content", "commitMessage", "commitAuthor", "commitEmail"]),
-      );
-    }
-    const provider = one(plan, "pulumi:providers:github");
-    expect(provider.inputs).toMatchObject({ owner: "your-org", token: "[secret]" });
+    expect(branches).toEqual([]);
+    const clone = (ofKind("PromotionTask")[0]!.spec.steps as { uses: string; config: any }[]).find(
+      (s) => s.uses === "git-clone",
+    )!;
+    expect(clone.config.checkout).toContainEqual({
+      branch: "stage/${{ ctx.stage }}",
+      create: true,
+      path: "./stage",
+    });
   });
 
   it("refuses a repository that is not on GitHub, naming source.repoURL", () => {
@@ -230,24 +224,19 @@ describe("kargo project", () => {
     );
   });
 
-  it("records on the Freight who approved it at each gate", () => {
+  it("records on the Freight who approved it at each gate, under the gate's own key (test/promotion keeps every approval)", () => {
     for (const s of pipeline.stages.filter((s) => s.kind === "gate")) {
-      expect(stage(s.name).spec.promotionTemplate.spec.steps).toEqual([
-        {
-          uses: "set-metadata",
-          config: {
-            updates: [
-              {
-                kind: "Freight",
-                name: "${{ ctx.targetFreight.name }}",
-                values: { [`approved-by-${s.name}`]: "${{ ctx.meta.promotion.actor }}" },
-              },
-            ],
-          },
-        },
-      ]);
+      const steps = stage(s.name).spec.promotionTemplate.spec.steps;
+      expect(steps).toHaveLength(1);
+      expect(steps[0]).toMatchObject({ uses: "set-metadata" });
+      const [update] = steps[0].config.updates;
+      expect(update).toMatchObject({ kind: "Freight", name: "${{ quote(ctx.targetFreight.name) }}" });
+      expect(Object.keys(update.values)).toEqual([approvalKey(s.name)]);
+      expect(update.values[approvalKey(s.name)]).toContain("ctx.meta.promotion.actor");
       expect(stage(s.name).spec.verification).toBeUndefined();
     }
+    const keys = pipeline.stages.filter((s) => s.kind === "gate").map((s) => approvalKey(s.name));
+    expect(new Set(keys).size).toBe(keys.length);
   });
 
   it("passes only declared args to verification, and declares every arg a template uses", () => {

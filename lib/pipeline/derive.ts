@@ -184,13 +184,15 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
           repoURL: "${{ vars.repoURL }}",
           checkout: [
             { commit, path: freight },
-            // Created (as an orphan with an empty first commit) if someone deleted it; `pulumi up` creates
-            // it first (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/git_cloner.go, ensureRemoteBranch).
+            // The stage's first promotion creates its branch: an orphan whose one commit is empty, so the
+            // branch never holds anything of main, workflows included (akuity/kargo v1.11.2
+            // pkg/promotion/runner/builtin/git_cloner.go, ensureRemoteBranch). `pulumi up` creates none.
             { branch, create: true, path: stage },
           ],
         },
       },
-      // The branch holds the stage's manifest and its PIPELINE-STAGE.md, nothing else (it was branched from main).
+      // The branch holds the stage's manifest and its PIPELINE-STAGE.md, nothing else: whatever the last
+      // promotion (or anyone committing there by hand) left goes.
       { uses: "git-clear", config: { path: stage } },
       {
         uses: "copy",
@@ -233,27 +235,32 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
   };
 }
 
-/**
- * The stage branch's PIPELINE-STAGE.md: the placeholder `pulumi up` creates the branch with (so Argo CD shows an
- * Application with nothing to deploy, not a missing branch), then rewritten by every promotion.
- */
-export function stageBranchReadme(stageName: string, commit?: string): string {
+/** The stage branch's PIPELINE-STAGE.md, rewritten by every promotion beside the stage's manifest. */
+export function stageBranchReadme(stageName: string, commit: string): string {
   return [
     `# Pipeline stage ${stageName}`,
     "",
     "Written only by Kargo promotions; its Argo CD Application tracks this branch. Do not commit here.",
-    commit
-      ? `${stackManifestFile(stageName)} runs the promoted program at commit ${commit}.`
-      : `Not promoted yet: the first promotion writes ${stackManifestFile(stageName)} here.`,
+    `${stackManifestFile(stageName)} runs the promoted program at commit ${commit}.`,
     "",
   ].join("\n");
 }
+
+/** The Freight metadata key holding the approvals of a gate, each the approver's Kargo actor. */
+export const approvalKey = (gate: string) => `approved-by-${gate}`;
+
+const approvalsAppended = (key: string) =>
+  "${{ concat((let prev = freightMetadata(ctx.targetFreight.name)?.[" +
+  JSON.stringify(key) +
+  ']; type(prev) == "array" ? prev : prev == nil ? [] : [prev]), [ctx.meta.promotion.actor]) }}';
 
 export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
   if (isGate(s)) {
     return {
       requestedFreight: requestedFreight(s),
-      // Records on the Freight who let it through this gate.
+      // Records on the Freight who let it through this gate: every approval, in order. set-metadata replaces
+      // a key's value (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/metadata_setter.go), so the step
+      // appends to what freightMetadata() reads there; a value from before this was a list becomes its first.
       promotionTemplate: {
         spec: {
           steps: [
@@ -263,8 +270,9 @@ export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
                 updates: [
                   {
                     kind: "Freight",
-                    name: "${{ ctx.targetFreight.name }}",
-                    values: { [`approved-by-${s.name}`]: "${{ ctx.meta.promotion.actor }}" },
+                    // Freight names are hex digests: one of digits only would become a number unquoted.
+                    name: quoted("ctx.targetFreight.name"),
+                    values: { [approvalKey(s.name)]: approvalsAppended(approvalKey(s.name)) },
                   },
                 ],
               },
@@ -484,7 +492,7 @@ export function githubRepository(repoURL: string): { owner: string; name: string
   return { owner: match[1]!, name: match[2]! };
 }
 
-/** The file each stage branch starts with (and every promotion rewrites); not on main, so it never clashes. */
+/** The file every promotion writes beside the stage's manifest, saying what the branch is. */
 export const stageBranchFile = "PIPELINE-STAGE.md";
 
 export interface DestructiveChangeApproverRole {
@@ -531,7 +539,8 @@ export function applicationSpec(
 ): argocd.ApplicationSpec {
   return {
     project: deploy.argocdProject,
-    // The stage's own branch; until the first promotion it holds no manifest, so nothing is deployed.
+    // The stage's own branch, which its first promotion creates: until then Argo CD reports the Application
+    // as a ComparisonError with sync status Unknown (argo-cd v3.4.4 controller/state.go) and deploys nothing.
     source: {
       repoURL: p.source.repoURL,
       targetRevision: stageBranch(s.name),
