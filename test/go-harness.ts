@@ -26,6 +26,49 @@ if (major! < Number(wanted[1]) || (major === Number(wanted[1]) && minor! < Numbe
   fail(`found ${version.stdout.trim()}, the harness needs ${need} (test/go.mod)`);
 }
 
+interface TestEvent {
+  Action: string;
+  Package?: string;
+  ImportPath?: string;
+  Test?: string;
+  Output?: string;
+}
+
+/**
+ * Prints `go test` as it reads without -v (each package's closing line, each failing test's output), plus
+ * every skipped test with its reason: a scenario this machine cannot run is said, never passed over.
+ */
+function report(stream: string) {
+  const outputs = new Map<string, string[]>();
+  const skipped: string[] = [];
+  for (const line of stream.split("\n")) {
+    if (!line.startsWith("{")) {
+      if (line) console.log(line);
+      continue;
+    }
+    const event = JSON.parse(line) as TestEvent;
+    const key = `${event.Package ?? event.ImportPath} ${event.Test ?? ""}`;
+    if (event.Action === "output" || event.Action === "build-output") {
+      if (event.Test) outputs.set(key, [...(outputs.get(key) ?? []), event.Output ?? ""]);
+      else if (event.Output && !/^(PASS|FAIL|=== |--- )/.test(event.Output))
+        process.stdout.write(event.Output);
+      else if (event.Output === "FAIL\n") process.stdout.write(event.Output);
+    } else if (event.Action === "fail" && event.Test) {
+      process.stdout.write((outputs.get(key) ?? []).filter((o) => !o.startsWith("=== ")).join(""));
+    } else if (event.Action === "skip" && event.Test) {
+      const reason = (outputs.get(key) ?? [])
+        .filter((o) => !/^\s*(=== |--- SKIP)/.test(o))
+        .map((o) => o.trim())
+        .join(" ");
+      skipped.push(`${event.Package?.replace(/^[^/]+\//, "")} ${event.Test}: ${reason}`);
+    }
+  }
+  if (skipped.length) {
+    console.log(`\n${skipped.length} Go test(s) skipped on this machine:`);
+    for (const s of skipped) console.log(`  SKIPPED ${s}`);
+  }
+}
+
 const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "engines-plan-"));
 try {
   const plan = spawnSync(process.execPath, ["--import", "tsx", "lib/plan/cli.ts", "--out", planDir], {
@@ -34,12 +77,20 @@ try {
   });
   if (plan.status !== 0) fail(`the offline plan failed:\n${plan.stderr}${plan.stdout}`);
   // -count=1: the engines read the TypeScript side through subprocesses, which Go's test cache cannot see.
-  const args = ["test", "-count=1", ...(process.argv.length > 2 ? process.argv.slice(2) : ["./..."])];
+  const args = [
+    "test",
+    "-json",
+    "-count=1",
+    ...(process.argv.length > 2 ? process.argv.slice(2) : ["./..."]),
+  ];
   const run = spawnSync("go", args, {
     cwd: testDir,
-    stdio: "inherit",
+    encoding: "utf8",
+    maxBuffer: 256 << 20,
+    stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
   });
+  report(run.stdout ?? "");
   process.exitCode = run.status ?? 1;
 } finally {
   fs.rmSync(planDir, { recursive: true, force: true });
