@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -34,8 +35,8 @@ type Binaries struct {
 	Etcd      string
 }
 
-// cacheDir is keyed by what decides the binaries: go.mod and go.sum (the pinned versions), the Go toolchain
-// and the platform. $APISERVER_BIN_CACHE overrides the base folder (CI can cache it).
+// cacheDir is keyed by what decides the binaries: go.mod without its comments and go.sum (the pinned
+// versions), the Go toolchain and the platform. $APISERVER_BIN_CACHE overrides the base folder.
 func cacheDir(moduleDir string) (string, error) {
 	h := sha256.New()
 	for _, name := range []string{"go.mod", "go.sum"} {
@@ -43,7 +44,11 @@ func cacheDir(moduleDir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		h.Write(raw)
+		for _, line := range strings.Split(string(raw), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "//") {
+				fmt.Fprintln(h, line)
+			}
+		}
 	}
 	fmt.Fprintf(h, "%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	base := os.Getenv("APISERVER_BIN_CACHE")
@@ -90,7 +95,7 @@ func Build(ctx context.Context, moduleDir string) (Binaries, error) {
 		}
 		started := time.Now()
 		tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg)
 		cmd.Dir = moduleDir
 		var output bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &output, &output
