@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -120,6 +121,18 @@ func walk(value any, node schemaNode, path, location []string, add adder) {
 			}
 		}
 	case []any:
+		if n, ok := number(node["maxItems"]); ok {
+			add("out of bounds: maxItems", pointer, loc, func(root map[string]any) {
+				list := at(root, path[:len(path)-1])[path[len(path)-1]].([]any)
+				for len(list) <= int(n) {
+					list = append(list, list[0])
+				}
+				set(root, path[:len(path)-1], path[len(path)-1], list)
+			})
+		}
+		if _, ok := number(node["minItems"]); ok && len(path) > 0 {
+			add("out of bounds: minItems", pointer, loc, func(root map[string]any) { set(root, path[:len(path)-1], path[len(path)-1], []any{}) })
+		}
 		items, _ := node["items"].(map[string]any)
 		for i, item := range v {
 			walk(item, items, append(clone(path), fmt.Sprint(i)), append(clone(location), "*"), add)
@@ -138,6 +151,34 @@ func walk(value any, node schemaNode, path, location []string, add adder) {
 		}
 		parent, key := path[:len(path)-1], path[len(path)-1]
 		add("wrong type", pointer, loc, func(root map[string]any) { set(root, parent, key, wrong) })
+		// Values of the right type the schema bounds: a value outside the enum, one the pattern refuses
+		// (the server's RE2 and our JavaScript regular expressions must agree), lengths and ranges.
+		bound := func(what string, v any) {
+			add("out of bounds: "+what, pointer, loc, func(root map[string]any) { set(root, parent, key, v) })
+		}
+		if len(asSlice(node["enum"])) > 0 {
+			bound("enum", "not-in-the-enum")
+		}
+		if p, ok := node["pattern"].(string); ok {
+			for _, candidate := range []string{"", " ", "UPPER case", "-x-", "a/b", "x..y", strings.Repeat("9", 70)} {
+				if matches(p, candidate) == false {
+					bound("pattern", candidate)
+					break
+				}
+			}
+		}
+		if n, ok := number(node["maxLength"]); ok {
+			bound("maxLength", strings.Repeat("x", int(n)+1))
+		}
+		if n, ok := number(node["minLength"]); ok && n > 0 {
+			bound("minLength", "")
+		}
+		if n, ok := number(node["maximum"]); ok {
+			bound("maximum", int64(n)+1)
+		}
+		if n, ok := number(node["minimum"]); ok {
+			bound("minimum", int64(n)-1)
+		}
 	}
 }
 
@@ -219,3 +260,25 @@ func sortedKeys[V any](m map[string]V) []string {
 func asSlice(v any) []any { s, _ := v.([]any); return s }
 
 func clone(s []string) []string { return append([]string(nil), s...) }
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// matches reports whether value matches the schema pattern, or nil when Go cannot compile it (the server
+// would have refused the CRD; the candidates are then not tried).
+func matches(pattern, value string) any {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil
+	}
+	return re.MatchString(value)
+}
