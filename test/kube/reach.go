@@ -163,7 +163,7 @@ func identities(t testing.TB, want intent) []identity {
 			if len(groups) > 0 {
 				row.Subjects = []subject{{User: "access-entry:" + key, Groups: append(groups, "system:authenticated")}}
 			}
-			row.Note = fmt.Sprintf("Kubernetes groups: %s; EKS access policies %s are decided by EKS's own authorizer, not RBAC, and are not in this server",
+			row.Note = fmt.Sprintf("Kubernetes groups: %s. What it may do is its EKS access policy (%s), which EKS's own authorizer decides, not RBAC: not asked here",
 				orNone(groups), strings.Join(sortedKeys(policies), ", "))
 			rows = append(rows, row)
 		}
@@ -342,10 +342,7 @@ func columns() []column {
 					for _, g := range r.APIGroups {
 						for _, res := range r.Resources {
 							for _, v := range append(slices.Clone(readVerbs), writeVerbs...) {
-								name := v + " " + res
-								if g != "" {
-									name += "." + g
-								}
+								name := resourceVerb(g, res, v)
 								if !seen[name] {
 									seen[name] = true
 									cells = append(cells, cell{name, []access{{Verb: v, Group: g, Resource: res, Namespace: w.Stacks.Namespace}}})
@@ -362,10 +359,7 @@ func columns() []column {
 					for _, g := range r.APIGroups {
 						for _, res := range r.Resources {
 							for _, v := range append(slices.Clone(readVerbs), writeVerbs...) {
-								name := v + " " + res
-								if g != "" {
-									name += "." + g
-								}
+								name := resourceVerb(g, res, v)
 								if ruleAllows(w, id, g, res, v) && !slices.Contains(out, name) {
 									out = append(out, name)
 								}
@@ -411,4 +405,12 @@ func columns() []column {
 			Expect: func(intent, identity) ([]string, []string) { return nil, nil },
 		},
 	}
+}
+
+// resourceVerb names a cell "resource: verb", which the table shows as "resource: verb, verb".
+func resourceVerb(group, resource, verb string) string {
+	if group != "" {
+		resource += "." + group
+	}
+	return resource + ": " + verb
 }

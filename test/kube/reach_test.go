@@ -186,12 +186,12 @@ func (table reachTable) markdown(w intent) string {
 	var notes []string
 	dagger := false
 	for i, row := range table.rows {
+		if len(row.Subjects) == 0 {
+			notes = append(notes, fmt.Sprintf("- %s, %s: %s.", row.Name, row.Via, row.Note))
+			continue
+		}
 		line := []string{row.Name, row.Via}
 		for j, col := range table.columns {
-			if len(row.Subjects) == 0 {
-				line = append(line, "-")
-				continue
-			}
 			_, combined := col.Expect(w, row)
 			var cells []string
 			for _, c := range table.allowed[i][j] {
@@ -204,12 +204,9 @@ func (table reachTable) markdown(w intent) string {
 			if len(cells) == 0 {
 				cells = []string{"no"}
 			}
-			line = append(line, strings.Join(cells, ", "))
+			line = append(line, joinCells(cells))
 		}
 		rows = append(rows, line)
-		if row.Note != "" {
-			notes = append(notes, fmt.Sprintf("- %s: %s.", row.Name, row.Note))
-		}
 	}
 	widths := make([]int, len(header))
 	for _, r := range rows {
@@ -276,4 +273,24 @@ func TestReadmeReachTable(t *testing.T) {
 	if normalized(current) != normalized(generated) {
 		t.Errorf("README.md's reach table is not what the authorizer answers; run `npm run docs:reach`. It should read:\n%s", generated)
 	}
+}
+
+// joinCells lists cells, "resource: verb" ones grouped as "resource: verb, verb".
+func joinCells(cells []string) string {
+	var out []string
+	last := ""
+	for _, c := range cells {
+		resource, verb, ok := strings.Cut(c, ": ")
+		if ok && resource == last {
+			out[len(out)-1] += ", " + verb
+			continue
+		}
+		if ok {
+			last = resource
+		} else {
+			last = ""
+		}
+		out = append(out, c)
+	}
+	return strings.Join(out, "; ")
 }
