@@ -32,7 +32,9 @@ try {
     encoding: "utf8",
   });
   if (plan.status !== 0) fail(`the offline plan failed:\n${plan.stderr}${plan.stdout}`);
-  const args = ["test", ...(process.argv.length > 2 ? process.argv.slice(2) : ["./..."])];
+  // The first run builds kube-apiserver from source inside the tests (test/internal/apiserver), which can
+  // outlast go test's default 10-minute limit on two busy cores.
+  const args = ["test", "-timeout=30m", ...(process.argv.length > 2 ? process.argv.slice(2) : ["./..."])];
   const run = spawnSync("go", args, {
     cwd: testDir,
     stdio: "inherit",
