@@ -259,10 +259,8 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.34.3 // indirect
 	k8s.io/apiextensions-apiserver v0.34.3 // indirect
 	k8s.io/apiserver v0.34.3 // indirect
-	k8s.io/client-go v0.34.3 // indirect
 	k8s.io/cloud-provider v0.0.0 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-base v0.34.3 // indirect
@@ -294,6 +292,8 @@ require (
 	github.com/akuity/kargo v1.11.2
 	github.com/argoproj/argo-rollouts v1.9.0
 	github.com/yuin/gopher-lua v1.1.1
+	k8s.io/api v0.34.3
+	k8s.io/client-go v0.34.3
 )
 
 tool (
