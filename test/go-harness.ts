@@ -77,10 +77,13 @@ try {
   });
   if (plan.status !== 0) fail(`the offline plan failed:\n${plan.stderr}${plan.stdout}`);
   // -count=1: the engines read the TypeScript side through subprocesses, which Go's test cache cannot see.
+  // -timeout=30m: the first run builds kube-apiserver from source inside the tests (test/internal/apiserver),
+  // which can outlast go test's default 10 minutes on two busy cores.
   const args = [
     "test",
     "-json",
     "-count=1",
+    "-timeout=30m",
     ...(process.argv.length > 2 ? process.argv.slice(2) : ["./..."]),
   ];
   const run = spawnSync("go", args, {

@@ -131,12 +131,25 @@ export function createValidator(data: ValidationData = readValidationData()) {
   addFormats(ajv);
   for (const format of ["int32", "int64", "byte", "double", "float"]) ajv.addFormat(format, true);
 
+  // The API server fills in a CRD's defaults before it validates (a required field with a default may be
+  // left out), so the CRD schemas apply theirs to the copy they check (k8s.io/apiextensions-apiserver
+  // v0.34.3 pkg/apiserver/schema/defaulting).
+  const crdAjv = new Ajv2020({
+    allErrors: true,
+    strict: false,
+    validateFormats: true,
+    unicodeRegExp: false,
+    useDefaults: true,
+  });
+  addFormats(crdAjv);
+  for (const format of ["int32", "int64", "byte", "double", "float"]) crdAjv.addFormat(format, true);
+
   const kinds = new Map<string, KindSchema>();
   for (const versions of Object.values(data.crds)) {
     for (const crd of versions) {
       kinds.set(`${crd.group}/${crd.version}/${crd.kind}`, {
         scope: crd.scope,
-        validate: ajv.compile(toJsonSchema(crd.schema)),
+        validate: crdAjv.compile(toJsonSchema(crd.schema)),
         rules: collectRules(crd.schema),
       });
     }
@@ -198,9 +211,12 @@ export function createValidator(data: ValidationData = readValidationData()) {
       errors.push(`/metadata/name: "${name}" is not a DNS subdomain (lower-case alphanumerics, '-', '.')`);
     }
 
-    const [group, version] = (object.apiVersion ?? "").includes("/")
-      ? (object.apiVersion ?? "").split("/")
-      : ["", object.apiVersion ?? ""];
+    // The API server refuses an apiVersion or kind that is not a string before it looks for a schema.
+    for (const key of ["apiVersion", "kind"] as const) {
+      if (typeof object[key] !== "string") errors.push(`/${key}: must be a string`);
+    }
+    const apiVersion = typeof object.apiVersion === "string" ? object.apiVersion : "";
+    const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
     const schema = kinds.get(`${group}/${version}/${object.kind}`);
     if (!schema) {
       if (group && [...kinds.keys()].some((k) => k.startsWith(`${group}/`))) {
@@ -214,10 +230,11 @@ export function createValidator(data: ValidationData = readValidationData()) {
       if (schema.scope === "Cluster" && object.metadata?.namespace) {
         errors.push("/metadata/namespace: must not be set on a cluster-scoped kind");
       }
-      if (!schema.validate(object))
-        errors.push(...realErrors(schema.validate.errors ?? [], object).map((e) => describe(e)));
+      const defaulted = structuredClone(object);
+      if (!schema.validate(defaulted))
+        errors.push(...realErrors(schema.validate.errors ?? [], defaulted).map((e) => describe(e)));
       for (const rule of schema.rules) {
-        for (const [self, where] of reach(object, rule.at)) {
+        for (const [self, where] of reach(defaulted, rule.at)) {
           if (/\boldSelf\b/.test(rule.rule)) continue; // transition rules apply to updates only
           const result = runCel(rule.rule, { self: toCel(self) } as never);
           if (typeof result !== "boolean") {

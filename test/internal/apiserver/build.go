@@ -1,0 +1,120 @@
+// Package apiserver runs a real Kubernetes API server for the tests: kube-apiserver and etcd built with
+// `go build` from the Go module proxy at the versions test/go.mod pins (its `tool` lines), cached between
+// runs, started on loopback and stopped when the tests end. It never downloads a binary.
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The packages test/go.mod names in its `tool` block; their versions are the module's (k8s.io/kubernetes,
+// with every k8s.io staging module replaced by its release of the same minor, and go.etcd.io/etcd/server/v3).
+var tools = map[string]string{
+	"kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+	"etcd":           "go.etcd.io/etcd/server/v3",
+}
+
+// BuildTimeout bounds building both binaries. Cold, on two cores, kube-apiserver takes about 4 minutes alone
+// (8 under load); the bound is there so a stuck build fails the tests with its output instead of hanging them.
+const BuildTimeout = 20 * time.Minute
+
+// Binaries are the paths of the built servers.
+type Binaries struct {
+	APIServer string
+	Etcd      string
+}
+
+// cacheDir is keyed by what decides the binaries: go.mod without its comments and go.sum (the pinned
+// versions), the Go toolchain and the platform. $APISERVER_BIN_CACHE overrides the base folder.
+func cacheDir(moduleDir string) (string, error) {
+	h := sha256.New()
+	for _, name := range []string{"go.mod", "go.sum"} {
+		raw, err := os.ReadFile(filepath.Join(moduleDir, name))
+		if err != nil {
+			return "", err
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "//") {
+				fmt.Fprintln(h, line)
+			}
+		}
+	}
+	fmt.Fprintf(h, "%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	base := os.Getenv("APISERVER_BIN_CACHE")
+	if base == "" {
+		user, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(user, "infra-change-platform", "apiserver")
+	}
+	return filepath.Join(base, hex.EncodeToString(h.Sum(nil))[:16]), nil
+}
+
+// Build returns the binaries, building them with `go build` in the test module when the cache has none for
+// these versions. Test packages run as parallel processes: a lock file lets one build while the others wait.
+func Build(ctx context.Context, moduleDir string) (Binaries, error) {
+	dir, err := cacheDir(moduleDir)
+	if err != nil {
+		return Binaries{}, fmt.Errorf("apiserver: the binary cache: %w", err)
+	}
+	bins := Binaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd")}
+	if exists(bins.APIServer) && exists(bins.Etcd) {
+		return bins, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Binaries{}, err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return Binaries{}, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return Binaries{}, fmt.Errorf("apiserver: locking %s: %w", dir, err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+
+	ctx, cancel := context.WithTimeout(ctx, BuildTimeout)
+	defer cancel()
+	for name, pkg := range tools {
+		out := filepath.Join(dir, name)
+		if exists(out) {
+			continue
+		}
+		started := time.Now()
+		tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg)
+		cmd.Dir = moduleDir
+		var output bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &output, &output
+		if err := cmd.Run(); err != nil {
+			os.Remove(tmp)
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (not done after %s)", ctx.Err(), BuildTimeout)
+			}
+			return Binaries{}, fmt.Errorf("apiserver: go build %s (test/go.mod) failed: %v\n%s", pkg, err, output.String())
+		}
+		if err := os.Rename(tmp, out); err != nil {
+			return Binaries{}, err
+		}
+		fmt.Fprintf(os.Stderr, "apiserver: built %s in %s into %s\n", name, time.Since(started).Round(time.Second), dir)
+	}
+	return bins, nil
+}
+
+func exists(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package apiserver
+
+import "syscall"
+
+func procAttr() *syscall.SysProcAttr { return nil }

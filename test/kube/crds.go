@@ -1,0 +1,135 @@
+// Package kube applies everything the platform emits to a real Kubernetes API server (kube-apiserver v1.34.3
+// and etcd, built by test/internal/apiserver) and asks its RBAC authorizer who can do what: the schemas,
+// CEL rules and RBAC decided by Kubernetes itself rather than by our reading of them. Kargo's admission
+// webhooks and controllers are not here (their API module is not served, so they cannot be built).
+package kube
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"infra-change-platform/test/internal/plan"
+)
+
+// crdSource is one upstream folder of CRDs at the version the platform pins.
+type crdSource struct {
+	name string // e.g. "Kargo v1.11.2 charts/kargo/resources/crds"
+	dir  string
+}
+
+// crdSources are the CRDs of every custom resource we emit, from the module archives at the pinned tags:
+// Kargo and Argo Rollouts at their test/go.mod versions, Argo CD at lib/crds/sources.ts's pin (its module
+// cannot be built here, but its archive downloads). PKO's module is not served by the proxy: its CRDs come
+// from ../shared/crds/pko (or $CRDS_DIR/pko), and pkoMissing says why they are absent when they are.
+func crdSources(t testing.TB) (sources []crdSource, pkoMissing string) {
+	t.Helper()
+	moduleDir := filepath.Join(plan.RepoRoot(), "test")
+	for _, m := range []struct{ path, folder string }{
+		{"github.com/akuity/kargo", "charts/kargo/resources/crds"},
+		{"github.com/argoproj/argo-rollouts", "manifests/crds"},
+	} {
+		dir, version := moduleArchive(t, moduleDir, m.path)
+		sources = append(sources, crdSource{fmt.Sprintf("%s %s %s", m.path, version, m.folder), filepath.Join(dir, m.folder)})
+	}
+	argocd := pinnedArgoCD(t)
+	major := strings.SplitN(argocd, ".", 2)[0]
+	dir, _ := moduleArchive(t, os.TempDir(), "github.com/argoproj/argo-cd/"+major+"@"+argocd)
+	sources = append(sources, crdSource{"github.com/argoproj/argo-cd " + argocd + " manifests/crds", filepath.Join(dir, "manifests/crds")})
+
+	shared := os.Getenv("CRDS_DIR")
+	if shared == "" {
+		shared = filepath.Join(plan.RepoRoot(), "..", "shared", "crds")
+	}
+	pko := filepath.Join(shared, "pko")
+	if files, _ := filepath.Glob(filepath.Join(pko, "pulumi.com_stacks.yaml")); len(files) == 0 {
+		return sources, fmt.Sprintf("PKO's CRDs are not in %s (a fork without ../shared): the Stack objects of stacks/ are not applied here; npm test's schema check (test/validate-plan.test.ts) still validates them", pko)
+	}
+	return append(sources, crdSource{"PKO v2.9.0 CRDs from " + pko, pko}), ""
+}
+
+// moduleArchive is a module's folder in the module cache, downloaded by `go mod download` (the version the
+// test module requires when path has no @version).
+func moduleArchive(t testing.TB, dir, path string) (string, string) {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", path)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var info struct{ Dir, Version, Error string }
+	if jerr := json.Unmarshal(out, &info); err != nil || jerr != nil || info.Error != "" || info.Dir == "" {
+		t.Fatalf("go mod download %s (for its CRDs): %v %s %s", path, err, info.Error, stderr.String())
+	}
+	return info.Dir, info.Version
+}
+
+var argocdPin = regexp.MustCompile(`(?m)^\s*argocd:\s*"(v\d+\.\d+\.\d+)"`)
+
+// pinnedArgoCD is the Argo CD version lib/crds/sources.ts pins (the chart's appVersion), so the typed
+// resources, our validation and this server read the same CRDs.
+func pinnedArgoCD(t testing.TB) string {
+	raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := argocdPin.FindSubmatch(raw)
+	if m == nil {
+		t.Fatal(`lib/crds/sources.ts: no pinned.argocd "vX.Y.Z"`)
+	}
+	return string(m[1])
+}
+
+// readCRDs is every CustomResourceDefinition in the sources' YAML files.
+func readCRDs(t testing.TB, sources []crdSource) []*unstructured.Unstructured {
+	t.Helper()
+	var crds []*unstructured.Unstructured
+	for _, s := range sources {
+		files, _ := filepath.Glob(filepath.Join(s.dir, "*.yaml"))
+		sort.Strings(files)
+		for _, f := range files {
+			for _, o := range readYAML(t, f) {
+				if o.GetKind() == "CustomResourceDefinition" {
+					crds = append(crds, o)
+				}
+			}
+		}
+	}
+	if len(crds) == 0 {
+		t.Fatal("no CRDs found in the module archives")
+	}
+	return crds
+}
+
+func readYAML(t testing.TB, file string) []*unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var object map[string]any
+		if err := decoder.Decode(&object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(object) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: object})
+		}
+	}
+	return out
+}
