@@ -306,6 +306,9 @@ export function analysisTemplateKinds(p: Pipeline): AnalysisTemplateKind[] {
   return (Object.keys(names.analysis) as AnalysisTemplateKind[]).filter((k) => used.has(names.analysis[k]));
 }
 
+/** Where verification asks: a self-hosted Pulumi Cloud's API when one is named, otherwise Pulumi Cloud's. */
+export const pulumiApiUrl = (p: Pipeline) => p.pulumi.selfHostedApiUrl ?? p.pulumi.apiUrl;
+
 /** Operations on the stack whose result a stage waits for: what Pulumi Cloud records for each. */
 export type DestructiveOperation = "delete" | "replace";
 export const destructiveOperations: DestructiveOperation[] = ["delete", "replace"];
@@ -363,8 +366,9 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
   );
   const path =
     operation === "preview"
-      ? // "All previews since the last update" (Pulumi Cloud REST API, List Previews); the conditions find the
-        // newest by startTime, so they hold however the list is sorted.
+      ? // Newest first, as the CLI asks (pulumi/pulumi pkg/backend/httpstate/client/client.go,
+        // GetLatestStackPreviews); the history comes newest first ("?pageSize=1&page=1 ... the most recent
+        // update", REST API docs). One page of the newest holds the commit's newest operation.
         `updates/latest/previews?asc=false&pageSize=${v.pageSize}&page=1`
       : `updates?pageSize=${v.pageSize}&page=1`;
   const conditions = verificationConditions(operation);
@@ -397,7 +401,7 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
     args: [
       { name: "stack" },
       { name: "commit" },
-      { name: "api-url", value: p.pulumi.apiUrl },
+      { name: "api-url", value: pulumiApiUrl(p) },
       { name: "organization", value: p.pulumi.organization },
       { name: "project", value: p.pulumi.project },
       { name: "token", valueFrom: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } } },
