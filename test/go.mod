@@ -48,7 +48,7 @@ replace k8s.io/cri-client => k8s.io/cri-client v0.34.1
 replace k8s.io/externaljwt => k8s.io/externaljwt v0.34.1
 
 require (
-	github.com/antonmedv/expr v1.15.5
+	github.com/antonmedv/expr v1.15.5 // indirect
 	k8s.io/apimachinery v0.34.3
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -60,7 +60,6 @@ require (
 	dario.cat/mergo v1.0.2 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
-	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/OvyFlash/telegram-bot-api v0.0.0-20241219171906-3f2ca0c14ada // indirect
 	github.com/PagerDuty/go-pagerduty v1.8.0 // indirect
 	github.com/RocketChat/Rocket.Chat.Go.SDK v0.0.0-20240116134246-a8cbe886bab0 // indirect
@@ -93,7 +92,6 @@ require (
 	github.com/chainguard-dev/git-urls v1.0.2 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
-	github.com/expr-lang/expr v1.17.8 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.2 // indirect
@@ -161,7 +159,6 @@ require (
 	github.com/prometheus/common/sigv4 v0.1.0 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
-	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/slack-go/slack v0.16.0 // indirect
 	github.com/spaceapegames/go-wavefront v1.8.1 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
@@ -200,8 +197,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.34.3 // indirect
-	k8s.io/client-go v0.34.3 // indirect
 	k8s.io/component-base v0.34.3 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
@@ -216,7 +211,12 @@ require (
 )
 
 require (
+	github.com/Masterminds/sprig/v3 v3.3.0
 	github.com/akuity/kargo v1.11.2
 	github.com/argoproj/argo-rollouts v1.9.0
+	github.com/expr-lang/expr v1.17.8
+	github.com/sirupsen/logrus v1.9.3
 	github.com/yuin/gopher-lua v1.1.1
+	k8s.io/api v0.34.3
+	k8s.io/client-go v0.34.3
 )

@@ -72,7 +72,9 @@ export const pipelineSchema = z.strictObject({
      */
     apiUrl: z
       .string()
-      .url("must be a URL; allowed: https://api.pulumi.com (a self-hosted API goes in pulumi.selfHostedApiUrl)")
+      .url(
+        "must be a URL; allowed: https://api.pulumi.com (a self-hosted API goes in pulumi.selfHostedApiUrl)",
+      )
       .default(PULUMI_CLOUD_API),
     /**
      * The API of a self-hosted Pulumi Cloud (https://host[/path]), named explicitly: verification then sends
