@@ -18,7 +18,7 @@ const (
 	commit = "4f1c2b9e8d7a6c5b4a3928171605f4e3d2c1b0a9"
 	other  = "9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b"
 	token  = "pul-test-token"
-	t0       = int64(1_763_700_000)
+	t0     = int64(1_763_700_000)
 )
 
 var (
@@ -58,7 +58,7 @@ type scenario struct {
 	setup func(c *cloud)
 	// want is the run's phase for the update template and for preview templates (protected or not).
 	update, preview, protectedPreview v1alpha1.AnalysisPhase
-	timeout                          bool
+	timeout                           bool
 }
 
 func ops(kind string, list ...updateInfo) func(c *cloud) {
@@ -141,7 +141,9 @@ func scenarios(kind string) []scenario {
 		same(scenario{name: "404", setup: raw(http.StatusNotFound, `{"code":404,"message":"Not Found"}`)}, errored),
 		same(scenario{name: "500", setup: raw(http.StatusInternalServerError, `{"code":500,"message":"Internal Server Error"}`)}, errored),
 		same(scenario{name: "timeout", timeout: true, setup: func(c *cloud) {
-			c.override = func(*http.Request) *answer { return &answer{status: http.StatusOK, body: []byte(`{}`), delay: 1500 * time.Millisecond} }
+			c.override = func(*http.Request) *answer {
+				return &answer{status: http.StatusOK, body: []byte(`{}`), delay: 1500 * time.Millisecond}
+			}
 		}}, errored),
 	}
 }
