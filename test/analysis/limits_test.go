@@ -30,7 +30,7 @@ func TestWhatNoConditionDecides(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
 			raw(http.StatusOK, "<!doctype html><html><body>Sign in to continue</body></html>")(c)
-			if got := drive(t, against(base, c.URL), 20*time.Second, secret); got.Status.Phase != successful {
+			if got := drive(t, against(base, c.URL), time.Minute, secret); got.Status.Phase != successful {
 				t.Errorf("phase %s: Rollouts no longer passes a non-JSON 2xx; conditions now see it (%s)", got.Status.Phase, got.Status.Message)
 			}
 		})
@@ -49,7 +49,7 @@ func TestWhatNoConditionDecides(t *testing.T) {
 					t.Fatalf("metric %s skips TLS verification", m.Name)
 				}
 			}
-			if got := drive(t, against(base, portal.URL), 20*time.Second, secret); got.Status.Phase != errored {
+			if got := drive(t, against(base, portal.URL), time.Minute, secret); got.Status.Phase != errored {
 				t.Errorf("phase %s, want Error: %s", got.Status.Phase, got.Status.Message)
 			}
 		})
@@ -69,7 +69,7 @@ func TestWhatNoConditionDecides(t *testing.T) {
 					c.stack.finishUpdate(op(other, "succeeded", t0-30, nil))
 				}
 			}
-			got := drive(t, against(base, c.URL), 20*time.Second, secret)
+			got := drive(t, against(base, c.URL), time.Minute, secret)
 			if got.Status.Phase != inconclusive {
 				t.Errorf("phase %s: %s", got.Status.Phase, got.Status.Message)
 			}
@@ -88,7 +88,7 @@ func TestWhatNoConditionDecides(t *testing.T) {
 					c.stack.setPreviews(asPreview(op(commit, "succeeded", t0+600, map[string]int{"same": 4})))
 				}
 			}
-			if got := drive(t, against(base, c.URL), 20*time.Second, secret); got.Status.Phase != successful {
+			if got := drive(t, against(base, c.URL), time.Minute, secret); got.Status.Phase != successful {
 				t.Errorf("phase %s: %s", got.Status.Phase, got.Status.Message)
 			}
 		})

@@ -59,6 +59,8 @@ type scenario struct {
 	// want is the run's phase for the update template and for preview templates (protected or not).
 	update, preview, protectedPreview v1alpha1.AnalysisPhase
 	timeout                           bool
+	// updateOnly: only the history holds operations of other kinds (refresh, destroy).
+	updateOnly bool
 }
 
 func ops(kind string, list ...updateInfo) func(c *cloud) {
@@ -116,6 +118,16 @@ func scenarios(kind string) []scenario {
 		same(scenario{name: "retry failed after a success, oldest first",
 			setup: ops(kind, op(commit, "succeeded", t0, nil), op(commit, "failed", t0+100, nil))}, failed),
 		same(scenario{name: "empty list", setup: ops(kind)}, inconclusive),
+		same(scenario{name: "a failed refresh of the commit after its update", updateOnly: true, setup: func(c *cloud) {
+			refresh := op(commit, "failed", t0+100, nil)
+			refresh.Kind = "refresh"
+			ops(kind, refresh, op(commit, "succeeded", t0, nil))(c)
+		}}, successful),
+		same(scenario{name: "only a destroy of the commit", updateOnly: true, setup: func(c *cloud) {
+			destroy := op(commit, "succeeded", t0, nil)
+			destroy.Kind = "destroy"
+			ops(kind, destroy)(c)
+		}}, inconclusive),
 		same(scenario{name: "updates: null", setup: raw(http.StatusOK, `{"updates":null}`)}, inconclusive),
 		same(scenario{name: "no updates key", setup: raw(http.StatusOK, `{}`)}, inconclusive),
 		same(scenario{name: "null environment and null entries beside ours",
@@ -173,6 +185,9 @@ func TestVerificationPhases(t *testing.T) {
 		base := newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commit})
 		kind, protected := templateKind(stage, base)
 		for _, sc := range scenarios(kind) {
+			if sc.updateOnly && kind != "update" {
+				continue
+			}
 			t.Run(tpl.GetName()+"/"+sc.name, func(t *testing.T) {
 				t.Parallel()
 				c := newCloud(t, token)
@@ -191,7 +206,7 @@ func TestVerificationPhases(t *testing.T) {
 						want = sc.protectedPreview
 					}
 				}
-				got := drive(t, run, 20*time.Second, secret)
+				got := drive(t, run, time.Minute, secret)
 				if got.Status.Phase != want {
 					t.Errorf("phase %s, want %s: %s (requests: %d)", got.Status.Phase, want, got.Status.Message, len(c.Requests()))
 				}

@@ -52,7 +52,7 @@ func TestMeasurementSize(t *testing.T) {
 				}
 			}
 			ops(kind, list...)(c)
-			got := drive(t, against(base, c.URL), 20*time.Second, secret)
+			got := drive(t, against(base, c.URL), time.Minute, secret)
 			if got.Status.Phase != successful {
 				t.Fatalf("phase %s: %s", got.Status.Phase, got.Status.Message)
 			}
