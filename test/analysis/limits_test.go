@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
-
 	"infra-change-platform/test/internal/plan"
 )
 
@@ -94,5 +92,3 @@ func TestWhatNoConditionDecides(t *testing.T) {
 		})
 	}
 }
-
-var _ = v1alpha1.AnalysisPhaseSuccessful

@@ -91,7 +91,6 @@ type cloud struct {
 
 	mu       sync.Mutex
 	requests []string
-	sizes    []int
 }
 
 func newCloud(t *testing.T, token string) *cloud {
@@ -117,9 +116,6 @@ func (c *cloud) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c.mu.Lock()
-	c.sizes = append(c.sizes, len(a.body))
-	c.mu.Unlock()
 	if a.status == http.StatusOK && json.Valid(a.body) {
 		w.Header().Set("Content-Type", "application/json")
 	}
