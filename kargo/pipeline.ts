@@ -72,6 +72,6 @@ export const pipeline: PipelineInput = {
     interval: "10s",
     previewTimeout: "15m",
     updateTimeout: "45m",
-    pageSize: 100,
+    pageSize: 10,
   },
 };

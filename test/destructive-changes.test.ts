@@ -1,5 +1,5 @@
 // Destructive changes stop at the preview of a protected environment until a named approver lets that
-// Freight through, and every stage links to its Pulumi stack, every Freight to its commit.
+// Freight through. What the links in the Kargo UI show is evaluated as Kargo does in test/links (Go).
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
@@ -9,14 +9,12 @@ import {
   destructiveChangeApproverRoles,
   environmentStages,
   freightLinks,
-  projectConfigSpec,
   stageLinks,
   stageSpec,
 } from "../lib/pipeline/derive";
 import { validatePipeline, type PipelineInput } from "../lib/pipeline/model";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain } from "../lib/plan/projects";
-import { describeWithExpr, evaluateAll } from "./expr-engine";
 
 type Obj = { kind: string; metadata: Record<string, any>; [k: string]: any };
 const pipeline = validatePipeline(definition);
@@ -204,55 +202,5 @@ describe("who may let a destructive change through", () => {
       expect(config.spec.stageLinks).toEqual(stageLinks(pipeline));
       expect(config.spec.freightLinks).toEqual(freightLinks(pipeline));
     });
-  });
-});
-
-describeWithExpr("links in the Kargo UI, evaluated by expr-lang and Go text/template", () => {
-  const config = projectConfigSpec(pipeline);
-  const stageContext = (name: string) => ({ stage: { metadata: { name, namespace: "infra" }, spec: {} } });
-  const commit = "4f1c2b9e8d7a6c5b4a3928171605f4e3d2c1b0a9";
-  const freight = { metadata: { name: "f1" }, origin: { kind: "Warehouse", name: "program" } };
-
-  it("links every environment stage, and only it, to its stack in Pulumi Cloud", () => {
-    const links = config.stageLinks!;
-    const stageNames = pipeline.stages.map((s) => s.name);
-    const urls = evaluateAll(
-      links.map((l) => ({ kind: "template", expression: l.url, env: stageContext("any") })),
-    );
-    const pairs = links.flatMap((link, l) => stageNames.map((name) => ({ l, name, expression: link.if! })));
-    const verdicts = evaluateAll(
-      pairs.map((c) => ({ kind: "expr", expression: c.expression, env: stageContext(c.name) })),
-    );
-    const shown: Record<string, string[]> = {};
-    pairs.forEach((c, i) => {
-      expect(verdicts[i]!.error, c.expression).toBeUndefined();
-      if (verdicts[i]!.value === true) (shown[c.name] ??= []).push(String(urls[c.l]!.value));
-    });
-    const stack = (s: string) => `https://app.pulumi.com/your-org/infra-program/${s}`;
-    expect(shown).toEqual({
-      devpreview: [stack("dev")],
-      dev: [stack("dev")],
-      dev2preview: [stack("dev2")],
-      dev2: [stack("dev2")],
-      qapreview: [stack("qa")],
-      qa: [stack("qa")],
-    });
-  });
-
-  it("links Freight to its commit, and hides the link for Freight without one", () => {
-    const [link] = config.freightLinks!;
-    const withCommit = {
-      freight: { ...freight, commits: [{ repoURL: pipeline.source.repoURL, id: commit, branch: "main" }] },
-    };
-    const [shown, url, noCommits, noKey] = evaluateAll([
-      { kind: "expr", expression: link!.if!, env: withCommit },
-      { kind: "template", expression: link!.url, env: withCommit },
-      { kind: "expr", expression: link!.if!, env: { freight: { ...freight, commits: [] } } },
-      { kind: "expr", expression: link!.if!, env: { freight } },
-    ]);
-    expect(shown).toEqual({ value: true });
-    expect(url).toEqual({ value: `https://github.com/your-org/infra-change-platform/commit/${commit}` });
-    expect(noCommits).toEqual({ value: false });
-    expect(noKey).toEqual({ value: false });
   });
 });

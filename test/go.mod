@@ -53,7 +53,7 @@ replace k8s.io/cri-client => k8s.io/cri-client v0.34.3
 replace k8s.io/externaljwt => k8s.io/externaljwt v0.34.3
 
 require (
-	github.com/antonmedv/expr v1.15.5
+	github.com/antonmedv/expr v1.15.5 // indirect
 	k8s.io/apimachinery v0.34.3
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -201,7 +201,6 @@ require (
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
-	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/slack-go/slack v0.16.0 // indirect
 	github.com/soheilhy/cmux v0.1.5 // indirect
 	github.com/spaceapegames/go-wavefront v1.8.1 // indirect
@@ -317,3 +316,5 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4
 	layeh.com/gopher-json v0.0.0-20190114024228-97fed8db8427
 )
+
+require github.com/sirupsen/logrus v1.9.3

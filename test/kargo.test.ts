@@ -273,10 +273,10 @@ describe("kargo project", () => {
     it("polls Pulumi Cloud for the stage's stack with the documented endpoints and Accept header", () => {
       const { "pulumi-update": update, "pulumi-preview-protected": preview } = templates();
       expect(update.metrics[0].provider.web.url).toBe(
-        "{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/updates?pageSize=100&page=1",
+        `{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/updates?pageSize=${pipeline.verification.pageSize}&page=1`,
       );
       expect(preview.metrics[0].provider.web.url).toBe(
-        "{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/updates/latest/previews?asc=false&pageSize=100&page=1",
+        `{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/updates/latest/previews?asc=false&pageSize=${pipeline.verification.pageSize}&page=1`,
       );
       for (const t of [update, preview]) {
         // The whole answer is each measurement's value: only the latest is kept per metric.

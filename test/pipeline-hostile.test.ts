@@ -102,26 +102,51 @@ describe("hostile pipeline definitions", () => {
       withVerification({ interval: "5m", previewTimeout: "1m" }),
       /verification\.previewTimeout: "1m" is shorter than verification\.interval "5m"; it must be at least one interval/,
     ],
-    // Pulumi Cloud address: the token travels to it.
+    // Pulumi Cloud address: the token travels to it on every measurement.
     [
-      "an http Pulumi API address",
+      "another host as Pulumi Cloud's API",
+      { ...base, pulumi: { ...base.pulumi, apiUrl: "https://api.pulumi.example.com" } },
+      /pulumi\.apiUrl: "https:\/\/api\.pulumi\.example\.com" is not Pulumi Cloud's API, and the Pulumi access token is sent to it on every verification measurement; allowed: https:\/\/api\.pulumi\.com \(the default\)\. For a self-hosted Pulumi Cloud, leave pulumi\.apiUrl out and set pulumi\.selfHostedApiUrl/,
+    ],
+    [
+      "Pulumi Cloud's console as its API",
+      { ...base, pulumi: { ...base.pulumi, apiUrl: "https://app.pulumi.com" } },
+      /pulumi\.apiUrl: "https:\/\/app\.pulumi\.com" is not Pulumi Cloud's API/,
+    ],
+    [
+      "Pulumi Cloud's API over http",
       { ...base, pulumi: { ...base.pulumi, apiUrl: "http://api.pulumi.com" } },
-      /pulumi\.apiUrl: "http:\/\/api\.pulumi\.com" is not HTTPS; the Pulumi token would travel in clear\. Allowed: an https:\/\/ address/,
+      /pulumi\.apiUrl: "http:\/\/api\.pulumi\.com" is not Pulumi Cloud's API/,
     ],
     [
       "a Pulumi API address that is no URL",
       { ...base, pulumi: { ...base.pulumi, apiUrl: "api.pulumi.com" } },
-      /pulumi\.apiUrl: (?:"api\.pulumi\.com" is not|must be) a URL; allowed: an https:\/\/ address such as https:\/\/api\.pulumi\.com/,
+      /pulumi\.apiUrl: (?:"api\.pulumi\.com" is not|must be) a URL; allowed: https:\/\/api\.pulumi\.com/,
     ],
     [
-      "a Pulumi API address with credentials",
-      { ...base, pulumi: { ...base.pulumi, apiUrl: "https://user:pw@api.pulumi.com" } },
-      /pulumi\.apiUrl: must not hold credentials/,
+      "an http self-hosted Pulumi API",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "http://pulumi.example.com" } },
+      /pulumi\.selfHostedApiUrl: "http:\/\/pulumi\.example\.com" is not HTTPS; the Pulumi token would travel in clear\. allowed: the https:\/\/host\[\/path\] address/,
     ],
     [
-      "a Pulumi API address ending in /",
-      { ...base, pulumi: { ...base.pulumi, apiUrl: "https://api.pulumi.com/" } },
-      /pulumi\.apiUrl: must not end with "\/".*allowed: https:\/\/host\[\/path\]/,
+      "a self-hosted Pulumi API that is no URL",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "pulumi.example.com" } },
+      /pulumi\.selfHostedApiUrl: "pulumi\.example\.com" is not a URL; allowed: the https:\/\/host\[\/path\] address/,
+    ],
+    [
+      "a self-hosted Pulumi API address with credentials",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://user:pw@pulumi.example.com" } },
+      /pulumi\.selfHostedApiUrl: must not hold credentials/,
+    ],
+    [
+      "a self-hosted Pulumi API address ending in /",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com/" } },
+      /pulumi\.selfHostedApiUrl: must not end with "\/"/,
+    ],
+    [
+      "Pulumi Cloud's own API named as self-hosted",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://api.pulumi.com" } },
+      /pulumi\.selfHostedApiUrl: "https:\/\/api\.pulumi\.com" is Pulumi Cloud's own API; leave pulumi\.selfHostedApiUrl out to use it/,
     ],
     // Environments.
     [
@@ -334,7 +359,7 @@ describe("hostile pipeline definitions", () => {
     ],
     [
       "a self-hosted Pulumi API",
-      { ...base, pulumi: { ...base.pulumi, apiUrl: "https://pulumi.example.com:8443/api-root" } },
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com:8443/api-root" } },
     ],
     ["a release branch", withSource({ branch: "release/2026.11_x" })],
     ["Go-only regex syntax", withSource({ includePaths: ["regex:^(?P<file>Pulumi)\\.ya?ml\\z"] })],

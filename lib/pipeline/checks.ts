@@ -8,7 +8,7 @@ import YAML from "yaml";
 import { RE2JS } from "re2js";
 import { reservedNamespaces } from "../../cluster-setup/config";
 import { names, stackConfigFile, stackManifestFile, stageBranchPrefix } from "./derive";
-import { ancestors, type EnvironmentStage, type Pipeline, type Stage } from "./model";
+import { PULUMI_CLOUD_API, ancestors, type EnvironmentStage, type Pipeline, type Stage } from "./model";
 
 /** The repository this file lives in: the only place `programDir` and `stacks.dir` may point. */
 export const defaultRepoRoot = path.resolve(__dirname, "..", "..");
@@ -60,28 +60,36 @@ export function verificationProblems(v: Pipeline["verification"]): string[] {
   return problems;
 }
 
-/** The verification token travels in an Authorization header to this address: HTTPS only. */
-export function apiUrlProblems(apiUrl: string): string[] {
-  const at = "pulumi.apiUrl";
+/**
+ * The verification token travels in an Authorization header to the Pulumi API on every measurement: Pulumi
+ * Cloud's own by default, any other host only when named as pulumi.selfHostedApiUrl, and HTTPS only.
+ */
+export function apiUrlProblems(pulumi: Pipeline["pulumi"]): string[] {
+  const selfHosted = "pulumi.selfHostedApiUrl";
+  if (pulumi.apiUrl !== PULUMI_CLOUD_API)
+    return [
+      `pulumi.apiUrl: "${pulumi.apiUrl}" is not Pulumi Cloud's API, and the Pulumi access token is sent to it on every verification measurement; allowed: ${PULUMI_CLOUD_API} (the default). For a self-hosted Pulumi Cloud, leave pulumi.apiUrl out and set ${selfHosted} to its API's https:// address`,
+    ];
+  if (pulumi.selfHostedApiUrl === undefined) return [];
+  const at = selfHosted;
+  const apiUrl = pulumi.selfHostedApiUrl;
+  const allowed = "allowed: the https://host[/path] address of your self-hosted Pulumi Cloud's API";
   let url: URL;
   try {
     url = new URL(apiUrl);
   } catch {
-    return [`${at}: "${apiUrl}" is not a URL; allowed: an https:// address such as https://api.pulumi.com`];
+    return [`${at}: "${apiUrl}" is not a URL; ${allowed}`];
   }
   if (url.protocol !== "https:")
-    return [
-      `${at}: "${apiUrl}" is not HTTPS; the Pulumi token would travel in clear. Allowed: an https:// address such as https://api.pulumi.com`,
-    ];
+    return [`${at}: "${apiUrl}" is not HTTPS; the Pulumi token would travel in clear. ${allowed}`];
   const problems: string[] = [];
   if (url.username || url.password)
     problems.push(`${at}: must not hold credentials; the token comes from a Secret`);
-  if (url.search || url.hash)
-    problems.push(`${at}: must not have a query or fragment; allowed: https://host[/path]`);
+  if (url.search || url.hash) problems.push(`${at}: must not have a query or fragment; ${allowed}`);
   if (apiUrl.endsWith("/"))
-    problems.push(
-      `${at}: must not end with "/" (verification appends /api/stacks/...); allowed: https://host[/path]`,
-    );
+    problems.push(`${at}: must not end with "/" (verification appends /api/stacks/...); ${allowed}`);
+  if (url.origin === PULUMI_CLOUD_API)
+    problems.push(`${at}: "${apiUrl}" is Pulumi Cloud's own API; leave ${at} out to use it`);
   return problems;
 }
 
@@ -711,7 +719,7 @@ export function inputProblems(p: Pipeline, options: CheckOptions = {}): string[]
     ...branchProblems(p.source.branch),
     ...programDirProblems(p.source.programDir, repoRoot),
     ...sourcePathProblems(p),
-    ...apiUrlProblems(p.pulumi.apiUrl),
+    ...apiUrlProblems(p.pulumi),
     ...stacksDirProblems(p.stacks.dir, p.source.programDir, repoRoot),
     ...workspaceImageProblems(p.stacks.workspaceImage),
     ...verificationProblems(p.verification),

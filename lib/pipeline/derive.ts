@@ -314,17 +314,20 @@ export function analysisTemplateKinds(p: Pipeline): AnalysisTemplateKind[] {
   return (Object.keys(names.analysis) as AnalysisTemplateKind[]).filter((k) => used.has(names.analysis[k]));
 }
 
+/** Where verification asks: a self-hosted Pulumi Cloud's API when one is named, otherwise Pulumi Cloud's. */
+export const pulumiApiUrl = (p: Pipeline) => p.pulumi.selfHostedApiUrl ?? p.pulumi.apiUrl;
+
 /** Operations on the stack whose result a stage waits for: what Pulumi Cloud records for each. */
 export type DestructiveOperation = "delete" | "replace";
 export const destructiveOperations: DestructiveOperation[] = ["delete", "replace"];
 
 /**
- * successCondition/failureCondition of each verification metric, in expr-lang over `result`, the whole
- * decoded answer of Pulumi Cloud (a web metric without jsonPath gets the body, argo-rollouts v1.9.0
- * metricproviders/webmetric/webmetric.go). The rule: the newest operation of the template's kind whose
- * `git.head` is the promoted commit decides; anything else (not there yet, running, null fields, another
- * commit) is neither, so the metric keeps polling instead of erroring. Only the subset expr 1.8.9 and 1.15.5
- * share: no `?.`, `??`, `find` or `get`, and every field is checked for nil before it is read.
+ * successCondition/failureCondition of each verification metric, in the expr-lang Argo Rollouts v1.9.0 runs
+ * (github.com/antonmedv/expr v1.15.5) over `result`, the whole decoded answer of Pulumi Cloud (a web metric
+ * without jsonPath gets the body, argo-rollouts v1.9.0 metricproviders/webmetric/webmetric.go). The rule:
+ * the newest operation (by startTime, however the list is sorted) whose `git.head` is the promoted commit
+ * decides; anything else (not there yet, running, null fields, another commit) is neither, so the metric
+ * keeps polling instead of erroring. `?.`, `??` and `get` make every missing or null field a miss.
  */
 export function verificationConditions(
   kind: "preview" | "update",
@@ -333,33 +336,25 @@ export function verificationConditions(
   operation: { success: string; failure: string };
   destructive: Record<DestructiveOperation, { success: string; failure: string }>;
 } {
-  // The updates list comes in the CLI format (UpdateInfo fields at the top); previews in the service format
-  // (under `info`), pulumi/pulumi sdk/go/common/apitype/history.go.
-  const info = kind === "preview" ? "#.info" : "#";
-  const matches = [
-    "# != nil",
-    ...(kind === "preview" ? ["#.info != nil"] : [`#.kind == "update"`]),
-    `${info}.startTime != nil`,
-    `${info}.environment != nil`,
-    `${info}.environment["git.head"] == "${commit}"`,
-  ].join(" && ");
-  const forCommit = `filter(result.updates, {${matches}})`;
-  // The newest by startTime, whichever way the API sorts the list: the REST API documents the previews list
-  // oldest first and the history newest first, and a list sorted by time has its newest at one end.
-  const at = (entry: string) => (kind === "preview" ? `${entry}.info` : entry);
-  const [first, last] = [`${forCommit}[0]`, `${forCommit}[len(${forCommit}) - 1]`];
-  const newest = at(`(${at(first)}.startTime >= ${at(last)}.startTime ? ${first} : ${last})`);
-  const found = `result != nil && result.updates != nil && len(${forCommit}) > 0`;
-  const succeeded = `${found} && ${newest}.result == "succeeded"`;
-  const changes = `${newest}.resourceChanges`;
-  const wouldDo = (op: DestructiveOperation) =>
-    `${changes} != nil && ${changes}["${op}"] != nil && ${changes}["${op}"] > 0`;
+  // The history lists UpdateInfo at the top level (CLI format), the previews list under `info` (service
+  // format): pulumi/pulumi sdk/go/common/apitype/history.go. A preview's own kind is not "preview".
+  const ours = `get(#?.environment, "git.head") == "${commit}" && #?.startTime != nil`;
+  const operations =
+    kind === "preview"
+      ? `filter(map(result?.updates ?? [], #?.info), ${ours})`
+      : `filter(result?.updates ?? [], #?.kind == "update" && ${ours})`;
+  const newest = `let op = last(sortBy(${operations}, "startTime")); `;
+  const succeeded = `op?.result == "succeeded"`;
+  const count = (op: DestructiveOperation) => `(get(op?.resourceChanges, "${op}") ?? 0)`;
   return {
-    operation: { success: succeeded, failure: `${found} && ${newest}.result == "failed"` },
+    operation: { success: newest + succeeded, failure: newest + `op?.result == "failed"` },
     destructive: Object.fromEntries(
       destructiveOperations.map((op) => [
         op,
-        { success: `${succeeded} && !(${wouldDo(op)})`, failure: `${succeeded} && ${wouldDo(op)}` },
+        {
+          success: `${newest}${succeeded} && ${count(op)} == 0`,
+          failure: `${newest}${succeeded} && ${count(op)} > 0`,
+        },
       ]),
     ) as Record<DestructiveOperation, { success: string; failure: string }>,
   };
@@ -379,8 +374,9 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
   );
   const path =
     operation === "preview"
-      ? // "All previews since the last update" (Pulumi Cloud REST API, List Previews); the conditions find the
-        // newest by startTime, so they hold however the list is sorted.
+      ? // Newest first, as the CLI asks (pulumi/pulumi pkg/backend/httpstate/client/client.go,
+        // GetLatestStackPreviews); the history comes newest first ("?pageSize=1&page=1 ... the most recent
+        // update", REST API docs). One page of the newest holds the commit's newest operation.
         `updates/latest/previews?asc=false&pageSize=${v.pageSize}&page=1`
       : `updates?pageSize=${v.pageSize}&page=1`;
   const conditions = verificationConditions(operation);
@@ -413,7 +409,7 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
     args: [
       { name: "stack" },
       { name: "commit" },
-      { name: "api-url", value: p.pulumi.apiUrl },
+      { name: "api-url", value: pulumiApiUrl(p) },
       { name: "organization", value: p.pulumi.organization },
       { name: "project", value: p.pulumi.project },
       { name: "token", valueFrom: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } } },

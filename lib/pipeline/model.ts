@@ -2,6 +2,9 @@ import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { inputProblems, orderProblems, unusedEnvironmentProblems, type CheckOptions } from "./checks";
 
+/** Pulumi Cloud's own API (Pulumi Cloud REST API docs, "Endpoint URL"). */
+export const PULUMI_CLOUD_API = "https://api.pulumi.com";
+
 /** Longest `metadata.name` a PKO Stack may have (a CEL rule in its CRD). */
 export const MAX_STACK_NAME = 42;
 
@@ -63,10 +66,21 @@ export const pipelineSchema = z.strictObject({
   pulumi: z.strictObject({
     organization: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi organization name"),
     project: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi project name"),
+    /**
+     * Pulumi Cloud's API, which verification sends the Pulumi access token to on every measurement. Only
+     * Pulumi Cloud's own address is accepted here (checks.ts); a self-hosted one goes in selfHostedApiUrl.
+     */
     apiUrl: z
       .string()
-      .url("must be a URL; allowed: an https:// address such as https://api.pulumi.com")
-      .default("https://api.pulumi.com"),
+      .url(
+        "must be a URL; allowed: https://api.pulumi.com (a self-hosted API goes in pulumi.selfHostedApiUrl)",
+      )
+      .default(PULUMI_CLOUD_API),
+    /**
+     * The API of a self-hosted Pulumi Cloud (https://host[/path]), named explicitly: verification then sends
+     * the token there instead of to Pulumi Cloud.
+     */
+    selfHostedApiUrl: z.string().optional(),
     /** Pulumi Cloud's web console, where the Kargo UI links every environment stage to its stack. */
     consoleUrl: z.string().url().default("https://app.pulumi.com"),
   }),
@@ -99,11 +113,12 @@ export const pipelineSchema = z.strictObject({
     previewTimeout: duration.default("15m"),
     updateTimeout: duration.default("45m"),
     /**
-     * Operations fetched per look; the newest for the promoted commit among them decides. The previews list
-     * holds every preview since the stack's last update and may come oldest first, so one page must hold
-     * them all: pull-request previews of the same stack count too.
+     * Operations fetched per look, newest first; the newest for the promoted commit among them decides.
+     * Each measurement stores the whole answer in the AnalysisRun (about 1.3 KB per operation), so ask for
+     * no more than the operations that may land on the stack between the stage's own and its verification
+     * (pull-request previews of the same stack count too).
      */
-    pageSize: z.number().int().min(1).max(100).default(100),
+    pageSize: z.number().int().min(1).max(100).default(10),
   }),
 });
 

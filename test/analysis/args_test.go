@@ -1,0 +1,33 @@
+package analysis
+
+import (
+	"testing"
+	"time"
+
+	"infra-change-platform/test/internal/plan"
+)
+
+// An all-digit commit ID reaches the conditions as the same string: Kargo would turn an unquoted result
+// that parses as a number into one and refuse it as an argument (pkg/expressions/json_templates.go), and
+// Argo Rollouts substitutes {{args.commit}} into the conditions as text.
+func TestAllDigitCommit(t *testing.T) {
+	const digits = "1234567890123456789012345678901234567890"
+	kargo := plan.Load(t, "kargo")
+	secret := tokenSecret(t, kargo)
+	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
+		stage := stageUsing(t, kargo, tpl.GetName())
+		base := newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: digits})
+		if v := argValue(base, "commit"); v == nil || *v != digits {
+			t.Fatalf("%s: commit argument %v, want %s", stage.GetName(), v, digits)
+		}
+		kind, _ := templateKind(stage, base)
+		t.Run(tpl.GetName(), func(t *testing.T) {
+			t.Parallel()
+			c := newCloud(t, token)
+			ops(kind, op(digits, "succeeded", t0, nil), op(other, "failed", t0+100, nil))(c)
+			if got := drive(t, against(base, c.URL), time.Minute, secret); got.Status.Phase != successful {
+				t.Errorf("phase %s: %s", got.Status.Phase, got.Status.Message)
+			}
+		})
+	}
+}

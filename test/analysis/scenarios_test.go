@@ -1,0 +1,262 @@
+package analysis
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"infra-change-platform/test/internal/plan"
+)
+
+const (
+	commit = "4f1c2b9e8d7a6c5b4a3928171605f4e3d2c1b0a9"
+	other  = "9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b"
+	token  = "pul-test-token"
+	t0     = int64(1_763_700_000)
+)
+
+var (
+	successful   = v1alpha1.AnalysisPhaseSuccessful
+	failed       = v1alpha1.AnalysisPhaseFailed
+	inconclusive = v1alpha1.AnalysisPhaseInconclusive
+	errored      = v1alpha1.AnalysisPhaseError
+)
+
+// op is one operation on the stack: kind "update" in the history, or a preview.
+func op(head string, result string, start int64, changes map[string]int) updateInfo {
+	var env map[string]string
+	if head != "" {
+		env = map[string]string{"git.head": head, "git.headName": "refs/heads/stage/dev", "exec.kind": "auto.inline"}
+	}
+	end := start + 60
+	if result == "in-progress" {
+		end = 0
+	}
+	return updateInfo{
+		Kind: "update", StartTime: start, Environment: env, Result: result, EndTime: end,
+		Config:          map[string]any{"aws:region": map[string]any{"string": "us-west-2", "secret": false, "object": false}},
+		ResourceChanges: changes,
+	}
+}
+
+func asPreview(u updateInfo) preview {
+	u.Version = 0
+	return preview{Info: &u, UpdateID: "b9f5c7e2-1a2b-4c3d-9e8f-0a1b2c3d4e5f", LatestVersion: 7,
+		RequestedBy: map[string]string{"name": "pko", "githubLogin": "pko", "avatarUrl": ""}}
+}
+
+// scenario: what Pulumi Cloud holds (or answers), and the phase Rollouts must reach.
+type scenario struct {
+	name string
+	// setup fills the stand-in for a template verifying `kind` ("update" or "preview").
+	setup func(c *cloud)
+	// want is the run's phase for the update template and for preview templates (protected or not).
+	update, preview, protectedPreview v1alpha1.AnalysisPhase
+	timeout                           bool
+	// updateOnly: only the history holds operations of other kinds (refresh, destroy).
+	updateOnly bool
+}
+
+func ops(kind string, list ...updateInfo) func(c *cloud) {
+	return func(c *cloud) {
+		if kind == "update" {
+			c.stack.setUpdates(list...)
+			return
+		}
+		previews := make([]preview, len(list))
+		for i, u := range list {
+			previews[i] = asPreview(u)
+		}
+		c.stack.setPreviews(previews...)
+	}
+}
+
+func raw(status int, body string) func(c *cloud) {
+	return func(c *cloud) {
+		c.override = func(*http.Request) *answer { return &answer{status: status, body: []byte(body)} }
+	}
+}
+
+// same is one phase for every template.
+func same(s scenario, phase v1alpha1.AnalysisPhase) scenario {
+	s.update, s.preview, s.protectedPreview = phase, phase, phase
+	return s
+}
+
+// scenarios is the table every template in the plan runs. Lists hold operations in the order Pulumi Cloud
+// lists them: the history newest first; previews oldest first (the REST API's default) unless said.
+func scenarios(kind string) []scenario {
+	deletes := map[string]int{"delete": 2, "same": 3}
+	replaces := map[string]int{"replace": 1, "update": 1}
+	return []scenario{
+		same(scenario{name: "succeeded for the commit", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"same": 4}))}, successful),
+		same(scenario{name: "failed for the commit", setup: ops(kind, op(commit, "failed", t0, nil))}, failed),
+		same(scenario{name: "still running for the commit", setup: ops(kind, op(commit, "in-progress", t0, nil))}, inconclusive),
+		same(scenario{name: "not started", setup: ops(kind, op(commit, "not-started", t0, nil))}, inconclusive),
+		same(scenario{name: "only other commits", setup: ops(kind, op(other, "succeeded", t0, nil), op(other, "failed", t0-100, nil))}, inconclusive),
+		same(scenario{name: "another commit's newer operation", setup: ops(kind, op(other, "failed", t0+100, nil), op(commit, "succeeded", t0, nil))}, successful),
+		{name: "changes, no delete or replace", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"create": 2, "update": 1, "same": 3})),
+			update: successful, preview: successful, protectedPreview: successful},
+		{name: "would delete", setup: ops(kind, op(commit, "succeeded", t0, deletes)),
+			update: successful, preview: successful, protectedPreview: failed},
+		{name: "would replace", setup: ops(kind, op(commit, "succeeded", t0, replaces)),
+			update: successful, preview: successful, protectedPreview: failed},
+		{name: "zero deletes and replaces", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"delete": 0, "replace": 0, "same": 3})),
+			update: successful, preview: successful, protectedPreview: successful},
+		same(scenario{name: "retry succeeded after a failure, newest first",
+			setup: ops(kind, op(commit, "succeeded", t0+100, nil), op(commit, "failed", t0, nil))}, successful),
+		same(scenario{name: "retry succeeded after a failure, oldest first",
+			setup: ops(kind, op(commit, "failed", t0, nil), op(commit, "succeeded", t0+100, nil))}, successful),
+		same(scenario{name: "retry failed after a success, newest first",
+			setup: ops(kind, op(commit, "failed", t0+100, nil), op(commit, "succeeded", t0, nil))}, failed),
+		same(scenario{name: "retry failed after a success, oldest first",
+			setup: ops(kind, op(commit, "succeeded", t0, nil), op(commit, "failed", t0+100, nil))}, failed),
+		same(scenario{name: "empty list", setup: ops(kind)}, inconclusive),
+		same(scenario{name: "a failed refresh of the commit after its update", updateOnly: true, setup: func(c *cloud) {
+			refresh := op(commit, "failed", t0+100, nil)
+			refresh.Kind = "refresh"
+			ops(kind, refresh, op(commit, "succeeded", t0, nil))(c)
+		}}, successful),
+		same(scenario{name: "only a destroy of the commit", updateOnly: true, setup: func(c *cloud) {
+			destroy := op(commit, "succeeded", t0, nil)
+			destroy.Kind = "destroy"
+			ops(kind, destroy)(c)
+		}}, inconclusive),
+		same(scenario{name: "updates: null", setup: raw(http.StatusOK, `{"updates":null}`)}, inconclusive),
+		same(scenario{name: "no updates key", setup: raw(http.StatusOK, `{}`)}, inconclusive),
+		same(scenario{name: "null environment and null entries beside ours",
+			setup: func(c *cloud) {
+				ours := op(commit, "succeeded", t0, nil)
+				anon := op("", "failed", t0+100, nil)
+				if kind == "update" {
+					raw(http.StatusOK, `{"updates":[null,`+mustJSON(anon)+`,`+mustJSON(ours)+`]}`)(c)
+					return
+				}
+				raw(http.StatusOK, `{"updates":[{"updateID":"x"},{"info":null},`+mustJSON(asPreview(anon))+`,`+mustJSON(asPreview(ours))+`]}`)(c)
+			}}, successful),
+		same(scenario{name: "null environment only", setup: ops(kind, op("", "succeeded", t0, nil))}, inconclusive),
+		same(scenario{name: "running, then succeeded", setup: func(c *cloud) {
+			ops(kind, op(commit, "in-progress", t0, nil))(c)
+			c.onServe = func(_ string, n int) {
+				if n == 3 {
+					ops(kind, op(commit, "succeeded", t0, nil))(c)
+				}
+			}
+		}}, successful),
+		same(scenario{name: "401: the token is refused", setup: func(c *cloud) { c.token = "another" }}, errored),
+		same(scenario{name: "404", setup: raw(http.StatusNotFound, `{"code":404,"message":"Not Found"}`)}, errored),
+		same(scenario{name: "500", setup: raw(http.StatusInternalServerError, `{"code":500,"message":"Internal Server Error"}`)}, errored),
+		same(scenario{name: "timeout", timeout: true, setup: func(c *cloud) {
+			c.override = func(*http.Request) *answer {
+				return &answer{status: http.StatusOK, body: []byte(`{}`), delay: 1500 * time.Millisecond}
+			}
+		}}, errored),
+	}
+}
+
+func mustJSON(v any) string { return string(jsonAnswer(v).body) }
+
+// templateKind reads what a template verifies from the stand-in path it asks for.
+func templateKind(stage *unstructured.Unstructured, run *v1alpha1.AnalysisRun) (kind string, protected bool) {
+	for _, m := range run.Spec.Metrics {
+		if strings.Contains(m.Provider.Web.URL, "/previews") {
+			kind = "preview"
+		}
+	}
+	if kind == "" {
+		kind = "update"
+	}
+	return kind, len(run.Spec.Metrics) > 1
+}
+
+// Every AnalysisTemplate the plan emits, each through the Stage that uses it first, driven by Argo
+// Rollouts' analysis controller over the whole table.
+func TestVerificationPhases(t *testing.T) {
+	kargo := plan.Load(t, "kargo")
+	secret := tokenSecret(t, kargo)
+	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
+		stage := stageUsing(t, kargo, tpl.GetName())
+		base := newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commit})
+		kind, protected := templateKind(stage, base)
+		for _, sc := range scenarios(kind) {
+			if sc.updateOnly && kind != "update" {
+				continue
+			}
+			t.Run(tpl.GetName()+"/"+sc.name, func(t *testing.T) {
+				t.Parallel()
+				c := newCloud(t, token)
+				sc.setup(c)
+				run := against(base, c.URL)
+				if sc.timeout {
+					// A timeout is what this scenario is about, not its length: 1 s instead of the emitted 10 s.
+					for i := range run.Spec.Metrics {
+						run.Spec.Metrics[i].Provider.Web.TimeoutSeconds = 1
+					}
+				}
+				want := sc.update
+				if kind == "preview" {
+					want = sc.preview
+					if protected {
+						want = sc.protectedPreview
+					}
+				}
+				got := drive(t, run, time.Minute, secret)
+				if got.Status.Phase != want {
+					t.Errorf("phase %s, want %s: %s (requests: %d)", got.Status.Phase, want, got.Status.Message, len(c.Requests()))
+				}
+			})
+		}
+	}
+}
+
+// tokenSecret is the plan's verification token Secret, holding the stand-in's token (the plan's value is
+// a Pulumi secret, unknown offline).
+func tokenSecret(t *testing.T, kargo *plan.Project) *corev1.Secret {
+	t.Helper()
+	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
+		var spec v1alpha1.AnalysisTemplate
+		plan.Into(t, tpl.Object, &spec)
+		for _, a := range spec.Spec.Args {
+			if a.ValueFrom != nil && a.ValueFrom.SecretKeyRef != nil {
+				s := kargo.Object(t, "Secret", a.ValueFrom.SecretKeyRef.Name)
+				return &corev1.Secret{
+					ObjectMeta: metav1.ObjectMeta{Name: s.GetName(), Namespace: s.GetNamespace()},
+					Data:       map[string][]byte{a.ValueFrom.SecretKeyRef.Key: []byte(token)},
+				}
+			}
+		}
+	}
+	t.Fatal("no AnalysisTemplate reads its token from a Secret")
+	return nil
+}
+
+func stageUsing(t *testing.T, kargo *plan.Project, template string) *unstructured.Unstructured {
+	t.Helper()
+	for _, s := range kargo.OfKind("Stage") {
+		names, _, _ := unstructured.NestedSlice(s.Object, "spec", "verification", "analysisTemplates")
+		for _, n := range names {
+			if ref, ok := n.(map[string]any); ok && ref["name"] == template {
+				return s
+			}
+		}
+	}
+	t.Fatalf("no Stage verifies with AnalysisTemplate %s", template)
+	return nil
+}
+
+// repoURL is the repository the Warehouse subscribes to: the one commitFrom() is asked about.
+func repoURL(t *testing.T, kargo *plan.Project) string {
+	t.Helper()
+	subs, _, _ := unstructured.NestedSlice(kargo.OfKind("Warehouse")[0].Object, "spec", "subscriptions")
+	url, _, _ := unstructured.NestedString(subs[0].(map[string]any), "git", "repoURL")
+	if url == "" {
+		t.Fatal("the Warehouse subscribes to no git repository")
+	}
+	return url
+}
