@@ -1,21 +1,23 @@
 // The promotion pipeline, declared once. A forking team edits this file; the Kargo Stages, promotion
 // policies, approver roles, verification, Argo CD Applications and the stacks/ manifests all derive from it
 // (`npm run stacks` rewrites stacks/ after a change here).
+import { fork } from "../lib/fork";
 import type { PipelineInput } from "../lib/pipeline/model";
 
 export const pipeline: PipelineInput = {
   project: "infra",
   source: {
-    // Your fork: the promoted program (the root Pulumi.yaml), its Pulumi.<stack>.yaml files and stacks/ live
-    // here. Promotions never push to `branch`; each stage has its own branch, stage/<stage>.
-    repoURL: "https://github.com/your-org/infra-change-platform.git",
+    // Your fork (lib/fork.ts, set by `npm run personalize`): the promoted program (the root Pulumi.yaml), its
+    // Pulumi.<stack>.yaml files and stacks/ live here. Promotions never push to `branch`; each stage has its
+    // own branch, stage/<stage>.
+    repoURL: fork.githubRepo,
     branch: "main",
     programDir: ".",
     // The promoted program's files. Each environment's Pulumi.<stack>.yaml and stacks/ are added to the
     // Warehouse too (lib/pipeline/derive.ts freightPaths): a change to any of them passes every gate.
     includePaths: ["Pulumi.yaml"],
   },
-  pulumi: { organization: "your-org", project: "infra-program" },
+  pulumi: { organization: fork.pulumiOrg, project: "infra-program" },
   stacks: {
     dir: "stacks",
     namespace: "pulumi-stacks",

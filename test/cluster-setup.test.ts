@@ -1,4 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { fork } from "../lib/fork";
+import { validatePipeline } from "../lib/pipeline/model";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain } from "../lib/plan/projects";
@@ -6,6 +9,7 @@ import { runHealthScript } from "./lua";
 import { ofType, one, planProject } from "./helpers";
 
 type Values = Record<string, Record<string, unknown>>;
+const pipeline = validatePipeline(definition);
 const releaseNamed = (plan: ProgramPlan, name: string) => one(plan, "kubernetes:helm.sh/v3:Release", name);
 
 describe("cluster-setup project", () => {
@@ -156,12 +160,12 @@ describe("cluster-setup project", () => {
     });
   });
 
-  it("confines the stacks AppProject to the stacks repository and namespace", () => {
+  it("confines the stacks AppProject to the fork's repository (lib/fork.ts) and the stacks namespace", () => {
     const project = one(plan, "kubernetes:argoproj.io/v1alpha1:AppProject").inputs;
     expect(project.metadata).toEqual({ name: "pulumi-stacks", namespace: "argocd" });
     expect(project.spec).toEqual({
       description: expect.any(String),
-      sourceRepos: ["https://github.com/your-org/infra-change-platform.git"],
+      sourceRepos: [fork.githubRepo],
       destinations: [{ server: "https://kubernetes.default.svc", namespace: "pulumi-stacks" }],
       clusterResourceWhitelist: [],
       namespaceResourceWhitelist: [{ group: "pulumi.com", kind: "Stack" }],
@@ -195,7 +199,7 @@ describe("cluster-setup project", () => {
     );
   });
 
-  const identities = ["dev", "dev2", "qa", "preview"];
+  const identities = [...Object.keys(pipeline.environments), "preview"];
 
   it.each(identities)(
     "lets exactly ServiceAccount pulumi-stacks-%s assume its own role, for the STS audience only",
@@ -231,15 +235,17 @@ describe("cluster-setup project", () => {
     },
   );
 
-  it("exports one identity per environment of stackEnvironments, and the preview identity, for kargo", () => {
+  it("exports one identity per environment of kargo/pipeline.ts (stackEnvironments left empty), and the preview identity, for kargo", () => {
     const exported = plan.outputs.stackIdentities as Record<string, Record<string, string>>;
-    expect(Object.keys(exported)).toEqual(["dev", "dev2", "qa"]);
+    expect(Object.keys(exported)).toEqual(Object.keys(pipeline.environments));
     for (const [env, identity] of Object.entries(exported)) {
       expect(identity.serviceAccountName).toBe(`pulumi-stacks-${env}`);
       expect(identity.roleArn).toMatch(new RegExp(`^arn:aws:iam::\\d{12}:role/${identity.roleName}$`));
     }
     expect(plan.outputs.previewServiceAccountName).toBe("pulumi-stacks-preview");
-    expect(new Set(Object.values(exported).map((i) => i.roleName)).size).toBe(3);
+    expect(new Set(Object.values(exported).map((i) => i.roleName)).size).toBe(
+      Object.keys(pipeline.environments).length,
+    );
     expect(ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")).toEqual([]);
   });
 

@@ -210,7 +210,10 @@ describe("config declarations", () => {
       const schema = schemas[project];
       expect(Object.keys(declared).sort()).toEqual(Object.keys(schema.shape).sort());
       for (const [key, field] of Object.entries(schema.shape)) {
-        const expected = field instanceof z.ZodDefault ? field.def.defaultValue : undefined;
+        // A default is the input side's, where a key's value is then transformed (stackEnvironments).
+        let input: z.ZodType = field as z.ZodType;
+        while (input instanceof z.ZodPipe) input = input.def.in as z.ZodType;
+        const expected = input instanceof z.ZodDefault ? input.def.defaultValue : undefined;
         expect(declared[key].default, `default of ${project}:${key}`).toEqual(expected);
       }
     },
