@@ -4,12 +4,16 @@ import { fork } from "../lib/fork";
 import { validatePipeline } from "../lib/pipeline/model";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
-import { planChain } from "../lib/plan/projects";
+import { planChain, readStackConfig } from "../lib/plan/projects";
 import { runHealthScript } from "./lua";
 import { ofType, one, planProject } from "./helpers";
 
 type Values = Record<string, Record<string, unknown>>;
 const pipeline = validatePipeline(definition);
+/** The approver groups of the example stack config the plan runs with. */
+const approverGroups = readStackConfig("cluster-setup").values[
+  "cluster-setup:cognitoApproverGroups"
+] as string[];
 const releaseNamed = (plan: ProgramPlan, name: string) => one(plan, "kubernetes:helm.sh/v3:Release", name);
 
 describe("cluster-setup project", () => {
@@ -187,9 +191,7 @@ describe("cluster-setup project", () => {
     );
     expect(ofType(plan, "aws:cognito/userGroup:UserGroup").map((g) => g.inputs.name)).toEqual([
       "platform-admins",
-      "dev-approvers",
-      "qa-approvers",
-      "security-approvers",
+      ...approverGroups,
     ]);
     expect(one(plan, "aws:cognito/userPoolDomain:UserPoolDomain").inputs.domain).toBe(
       "platform-example-123456789012",
@@ -272,11 +274,9 @@ describe("cluster-setup project", () => {
         verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
       },
     ]);
-    expect((binding("stacks-programs").subjects as { name: string }[]).map((s) => s.name)).toEqual([
-      "pulumi-stacks-dev",
-      "pulumi-stacks-dev2",
-      "pulumi-stacks-qa",
-    ]);
+    expect((binding("stacks-programs").subjects as { name: string }[]).map((s) => s.name)).toEqual(
+      Object.keys(pipeline.environments).map((e) => `pulumi-stacks-${e}`),
+    );
     // Previews read what programs manage, and change nothing.
     expect(role("stacks-previews").rules).toEqual([
       { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] },
@@ -323,7 +323,7 @@ describe("cluster-setup project", () => {
       stackServiceAccountName: "pulumi-stacks",
       pulumiAccessTokenSecretName: "pulumi-access-token",
       cognitoAdminGroup: "platform-admins",
-      cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+      cognitoApproverGroups: approverGroups,
       argocdNamespace: "argocd",
       argocdProject: "pulumi-stacks",
       region: "us-west-2",

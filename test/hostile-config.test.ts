@@ -497,7 +497,12 @@ describe("the pipeline and cluster-setup's identities", () => {
     stackIdentities: Object.fromEntries(Object.keys(pipeline.environments).map((e) => [e, identity(e)])),
     previewIdentity: identity("preview"),
     cognitoAdminGroup: "platform-admins",
-    cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+    cognitoApproverGroups: [
+      ...new Set([
+        ...pipeline.stages.flatMap((s) => (s.kind === "gate" ? s.approvers : [])),
+        ...Object.values(pipeline.environments).flatMap((e) => e.destructiveChangeApprovers),
+      ]),
+    ],
   } as unknown as ClusterSetup;
 
   it("agree by default", () => expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow());
