@@ -22,7 +22,6 @@ export const forkTests = [
   "test/kargo.test.ts",
   "test/capacity.test.ts",
   "test/cluster-setup.test.ts",
-  "test/webhook.test.ts",
   "test/pipeline-validation.test.ts",
 ];
 
