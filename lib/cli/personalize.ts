@@ -8,6 +8,7 @@ import * as path from "node:path";
 import * as readline from "node:readline";
 import { parseArgs } from "node:util";
 import YAML from "yaml";
+import { pipeline as definition } from "../../kargo/pipeline";
 import { fork } from "../fork";
 import { identityFields, identityProblems, renderFork, type ForkIdentity } from "../forkIdentity";
 
@@ -148,7 +149,7 @@ export async function personalize(io: PersonalizeIO): Promise<number> {
     return 2;
   }
 
-  const stacksDir = "stacks";
+  const stacksDir = path.posix.normalize(definition.stacks.dir ?? "stacks").replace(/\/$/, "");
   const before = snapshot(root, stacksDir);
   applyIdentity(root, wanted);
   const regenerated = spawnSync(process.execPath, ["--import", "tsx", "lib/cli/regenerate.ts"], {
