@@ -173,7 +173,8 @@ describe("a fork", () => {
 
   it("passes the pipeline's tests", async () => {
     const vitest = path.join(copy, "node_modules", ".bin", "vitest");
-    const result = await run(vitest, ["run", ...forkTests], { cwd: copy }).catch(
+    // One worker: it plans the chain once for every file (isolate: false), beside this suite's own two.
+    const result = await run(vitest, ["run", "--maxWorkers=1", ...forkTests], { cwd: copy }).catch(
       (err: { stdout: string; stderr: string }) => ({ ...err, failed: true }),
     );
     expect("failed" in result ? `${result.stdout}\n${result.stderr}` : "", "the fork's tests").toBe("");
