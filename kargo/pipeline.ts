@@ -27,7 +27,8 @@ export const pipeline: PipelineInput = {
     // The CLI with its bundled language hosts (Pulumi YAML needs no other runtime), about 200 MB instead of
     // the 2 GB pulumi/pulumi image on 20 GiB node disks.
     workspaceImage: "pulumi/pulumi-base:3.270.0",
-    // Sized for `pulumi up` with the AWS provider; six workspaces fit beside the platform (test/capacity).
+    // Sized for `pulumi up` with the AWS provider; test/capacity checks every environment stage's workspace
+    // fits beside the platform on the nodes (README, "What the nodes hold").
     workspaceResources: { requests: { cpu: "250m", memory: "640Mi" }, limits: { memory: "1536Mi" } },
   },
   // Each environment's config is Pulumi.<pulumiStack>.yaml beside the promoted program.

@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import YAML from "yaml";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
 import type { PipelineInput } from "../lib/pipeline/model";
@@ -146,6 +146,7 @@ describe("a fork", () => {
     ]);
     personalizeSeconds = (Date.now() - started) / 1000;
   }, 120_000);
+  afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 
   it("personalizes with other values, saying what changed", () => {
     expect(personalized.stderr).toBe("");
