@@ -1,6 +1,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { ConfigError, configFields, loadConfig } from "../lib/config";
+import { fork } from "../lib/fork";
+import { identityProblems } from "../lib/forkIdentity";
+import { pipeline } from "../kargo/pipeline";
 import { argoCdChart } from "./addons/argoCd";
 import { argoRollouts } from "./addons/argoRollouts";
 import { certManager } from "./addons/certManager";
@@ -118,25 +121,28 @@ export const clusterSetupConfigSchema = z
       .string()
       .min(1, "must be set: pulumi config set --secret pulumiAccessToken <token>")
       .max(1000),
-    stacksRepoURL: z
-      .string()
-      .max(2048)
-      .regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be the HTTPS URL of the git repository that holds stacks/"),
     stacksNamespace: dnsLabel
       .refine((ns) => !reservedNamespaces.includes(ns) && !ns.startsWith("kube-"), {
         message: `must be a namespace of its own, not the cluster's or an add-on's (${reservedNamespaces.join(", ")}, kube-*): the stack owns it`,
       })
       .default("pulumi-stacks"),
     stackServiceAccount: dnsLabel.default("pulumi-stacks"),
+    // Empty (the default): every environment of kargo/pipeline.ts, so a fork adds one in the pipeline alone.
     stackEnvironments: z
       .array(dnsLabel)
-      .min(1, "must list at least one environment")
-      .max(20, "must list at most 20 environments")
-      .refine((envs) => new Set(envs).size === envs.length, { message: "must not repeat an environment" })
-      .refine((envs) => !envs.includes("preview"), {
-        message: '"preview" names the read-only identity previews run under; name the environment otherwise',
-      })
-      .default(["dev", "dev2", "qa"]),
+      .default([])
+      .transform((envs) => (envs.length > 0 ? envs : Object.keys(pipeline.environments)))
+      .pipe(
+        z
+          .array(dnsLabel)
+          .min(1, "must list at least one environment")
+          .max(20, "must list at most 20 environments")
+          .refine((envs) => new Set(envs).size === envs.length, { message: "must not repeat an environment" })
+          .refine((envs) => !envs.includes("preview"), {
+            message:
+              '"preview" names the read-only identity previews run under; name the environment otherwise',
+          }),
+      ),
     stackPolicyArns: z
       .array(configFields.iamPolicyArn)
       .max(
@@ -212,12 +218,21 @@ export const clusterSetupConfigSchema = z
 
 export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 
-export const loadClusterSetupConfig = () =>
-  loadConfig(clusterSetupConfigSchema, {
+export const loadClusterSetupConfig = () => {
+  const config = loadConfig(clusterSetupConfigSchema, {
     secrets: ["pulumiAccessToken"],
     secretCapable: ["certManagerValues", "argoCdValues", "argoRolloutsValues", "pulumiOperatorValues"],
     requireRegion: true,
   });
+  // The fork's repository, the one Argo CD may sync Stack manifests from, is the pipeline's (lib/fork.ts).
+  const problems = identityProblems(fork);
+  if (problems.length > 0) {
+    throw new pulumi.RunError(
+      `Invalid fork identity in lib/fork.ts (set it with npm run personalize):\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+    );
+  }
+  return { ...config, stacksRepoURL: fork.githubRepo };
+};
 
 /**
  * `platform-<stack>-<account>` when `cognitoDomainPrefix` is empty. A stack name that would make Cognito

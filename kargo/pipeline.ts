@@ -1,21 +1,23 @@
 // The promotion pipeline, declared once. A forking team edits this file; the Kargo Stages, promotion
 // policies, approver roles, verification, Argo CD Applications and the stacks/ manifests all derive from it
 // (`npm run stacks` rewrites stacks/ after a change here).
+import { fork } from "../lib/fork";
 import type { PipelineInput } from "../lib/pipeline/model";
 
 export const pipeline: PipelineInput = {
   project: "infra",
   source: {
-    // Your fork: the promoted program (the root Pulumi.yaml), its Pulumi.<stack>.yaml files and stacks/ live
-    // here. Promotions never push to `branch`; each stage has its own branch, stage/<stage>.
-    repoURL: "https://github.com/your-org/infra-change-platform.git",
+    // Your fork (lib/fork.ts, set by `npm run personalize`): the promoted program (the root Pulumi.yaml), its
+    // Pulumi.<stack>.yaml files and stacks/ live here. Promotions never push to `branch`; each stage has its
+    // own branch, stage/<stage>.
+    repoURL: fork.githubRepo,
     branch: "main",
     programDir: ".",
     // The promoted program's files. Each environment's Pulumi.<stack>.yaml and stacks/ are added to the
     // Warehouse too (lib/pipeline/derive.ts freightPaths): a change to any of them passes every gate.
     includePaths: ["Pulumi.yaml"],
   },
-  pulumi: { organization: "your-org", project: "infra-program" },
+  pulumi: { organization: fork.pulumiOrg, project: "infra-program" },
   stacks: {
     dir: "stacks",
     namespace: "pulumi-stacks",
@@ -25,7 +27,8 @@ export const pipeline: PipelineInput = {
     // The CLI with its bundled language hosts (Pulumi YAML needs no other runtime), about 200 MB instead of
     // the 2 GB pulumi/pulumi image on 20 GiB node disks.
     workspaceImage: "pulumi/pulumi-base:3.270.0",
-    // Sized for `pulumi up` with the AWS provider; six workspaces fit beside the platform (test/capacity).
+    // Sized for `pulumi up` with the AWS provider; test/capacity checks every environment stage's workspace
+    // fits beside the platform on the nodes (README, "What the nodes hold").
     workspaceResources: { requests: { cpu: "250m", memory: "640Mi" }, limits: { memory: "1536Mi" } },
   },
   // Each environment's config is Pulumi.<pulumiStack>.yaml beside the promoted program.

@@ -14,9 +14,9 @@ describe("cluster-setup rejects bad config before registering anything", () => {
       /cluster-setup:clusterStack: must name the cluster stack as <org>\/<project>\/<stack>/,
     ],
     [
-      "an SSH stacks repository",
-      { "cluster-setup:stacksRepoURL": "git@github.com:acme/infra.git" },
-      /cluster-setup:stacksRepoURL: must be the HTTPS URL/,
+      "the stacks repository, which is the fork's (lib/fork.ts), set as a key",
+      { "cluster-setup:stacksRepoURL": "https://github.com/acme/infra.git" },
+      /cluster-setup:stacksRepoURL: unknown key/,
     ],
     [
       "a namespace that is not a DNS label",

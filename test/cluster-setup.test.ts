@@ -1,10 +1,18 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { fork } from "../lib/fork";
+import { validatePipeline } from "../lib/pipeline/model";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
-import { planChain } from "../lib/plan/projects";
+import { planChain, readStackConfig } from "../lib/plan/projects";
 import { ofType, one, planProject } from "./helpers";
 
 type Values = Record<string, Record<string, unknown>>;
+const pipeline = validatePipeline(definition);
+/** The approver groups of the example stack config the plan runs with. */
+const approverGroups = readStackConfig("cluster-setup").values[
+  "cluster-setup:cognitoApproverGroups"
+] as string[];
 const releaseNamed = (plan: ProgramPlan, name: string) => one(plan, "kubernetes:helm.sh/v3:Release", name);
 
 describe("cluster-setup project", () => {
@@ -80,12 +88,12 @@ describe("cluster-setup project", () => {
     });
   });
 
-  it("confines the stacks AppProject to the stacks repository and namespace", () => {
+  it("confines the stacks AppProject to the fork's repository (lib/fork.ts) and the stacks namespace", () => {
     const project = one(plan, "kubernetes:argoproj.io/v1alpha1:AppProject").inputs;
     expect(project.metadata).toEqual({ name: "pulumi-stacks", namespace: "argocd" });
     expect(project.spec).toEqual({
       description: expect.any(String),
-      sourceRepos: ["https://github.com/your-org/infra-change-platform.git"],
+      sourceRepos: [fork.githubRepo],
       destinations: [{ server: "https://kubernetes.default.svc", namespace: "pulumi-stacks" }],
       clusterResourceWhitelist: [],
       namespaceResourceWhitelist: [{ group: "pulumi.com", kind: "Stack" }],
@@ -107,9 +115,7 @@ describe("cluster-setup project", () => {
     );
     expect(ofType(plan, "aws:cognito/userGroup:UserGroup").map((g) => g.inputs.name)).toEqual([
       "platform-admins",
-      "dev-approvers",
-      "qa-approvers",
-      "security-approvers",
+      ...approverGroups,
     ]);
     expect(one(plan, "aws:cognito/userPoolDomain:UserPoolDomain").inputs.domain).toBe(
       "platform-example-123456789012",
@@ -119,7 +125,7 @@ describe("cluster-setup project", () => {
     );
   });
 
-  const identities = ["dev", "dev2", "qa", "preview"];
+  const identities = [...Object.keys(pipeline.environments), "preview"];
 
   it.each(identities)(
     "lets exactly ServiceAccount pulumi-stacks-%s assume its own role, for the STS audience only",
@@ -155,15 +161,17 @@ describe("cluster-setup project", () => {
     },
   );
 
-  it("exports one identity per environment of stackEnvironments, and the preview identity, for kargo", () => {
+  it("exports one identity per environment of kargo/pipeline.ts (stackEnvironments left empty), and the preview identity, for kargo", () => {
     const exported = plan.outputs.stackIdentities as Record<string, Record<string, string>>;
-    expect(Object.keys(exported)).toEqual(["dev", "dev2", "qa"]);
+    expect(Object.keys(exported)).toEqual(Object.keys(pipeline.environments));
     for (const [env, identity] of Object.entries(exported)) {
       expect(identity.serviceAccountName).toBe(`pulumi-stacks-${env}`);
       expect(identity.roleArn).toMatch(new RegExp(`^arn:aws:iam::\\d{12}:role/${identity.roleName}$`));
     }
     expect(plan.outputs.previewServiceAccountName).toBe("pulumi-stacks-preview");
-    expect(new Set(Object.values(exported).map((i) => i.roleName)).size).toBe(3);
+    expect(new Set(Object.values(exported).map((i) => i.roleName)).size).toBe(
+      Object.keys(pipeline.environments).length,
+    );
     expect(ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")).toEqual([]);
   });
 
@@ -190,11 +198,9 @@ describe("cluster-setup project", () => {
         verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
       },
     ]);
-    expect((binding("stacks-programs").subjects as { name: string }[]).map((s) => s.name)).toEqual([
-      "pulumi-stacks-dev",
-      "pulumi-stacks-dev2",
-      "pulumi-stacks-qa",
-    ]);
+    expect((binding("stacks-programs").subjects as { name: string }[]).map((s) => s.name)).toEqual(
+      Object.keys(pipeline.environments).map((e) => `pulumi-stacks-${e}`),
+    );
     // Previews read what programs manage, and change nothing.
     expect(role("stacks-previews").rules).toEqual([
       { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] },
@@ -241,7 +247,7 @@ describe("cluster-setup project", () => {
       stackServiceAccountName: "pulumi-stacks",
       pulumiAccessTokenSecretName: "pulumi-access-token",
       cognitoAdminGroup: "platform-admins",
-      cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+      cognitoApproverGroups: approverGroups,
       argocdNamespace: "argocd",
       argocdProject: "pulumi-stacks",
       region: "us-west-2",

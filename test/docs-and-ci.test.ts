@@ -25,6 +25,33 @@ describe("README", () => {
     expect(readme).toBe(withDiagram(readme, validatePipeline(definition)));
   });
 
+  it("npm run docs reports a pipeline mistake as npm run plan does, without a stack trace, leaving the README", async () => {
+    // A copy of what the docs command reads, with a stage that names an upstream that does not exist.
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), "docs-"));
+    fs.cpSync(path.join(repoRoot, "lib"), path.join(copy, "lib"), { recursive: true });
+    fs.mkdirSync(path.join(copy, "kargo"));
+    const first = definition.stages.find((s) => s.from !== "warehouse")!;
+    const broken = {
+      ...definition,
+      stages: definition.stages.map((s) => (s === first ? { ...s, from: ["nowhere"] } : s)),
+    };
+    fs.writeFileSync(
+      path.join(copy, "kargo", "pipeline.ts"),
+      `export const pipeline = ${JSON.stringify(broken)};\n`,
+    );
+    fs.copyFileSync(README, path.join(copy, "README.md"));
+    fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
+    const failed = await run(process.execPath, ["--import", "tsx", "lib/cli/docs.ts"], { cwd: copy }).then(
+      () => undefined,
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr).toMatch(/^docs failed: Invalid pipeline definition:/);
+    expect(failed?.stderr).toContain(`stage "${first.name}": upstream stage "nowhere" does not exist`);
+    expect(failed?.stderr).not.toMatch(/\n\s+at /);
+    expect(fs.readFileSync(path.join(copy, "README.md"), "utf8")).toBe(fs.readFileSync(README, "utf8"));
+  });
+
   it("gives the test command CI runs", () => {
     expect(fs.readFileSync(README, "utf8")).toContain("npm test");
     expect(fs.readFileSync(path.join(repoRoot, ".ci", "run"), "utf8")).toMatch(/npm ci\nnpm test/);
@@ -243,7 +270,10 @@ describe("config declarations", () => {
       const schema = schemas[project];
       expect(Object.keys(declared).sort()).toEqual(Object.keys(schema.shape).sort());
       for (const [key, field] of Object.entries(schema.shape)) {
-        const expected = field instanceof z.ZodDefault ? field.def.defaultValue : undefined;
+        // A default is the input side's, where a key's value is then transformed (stackEnvironments).
+        let input: z.ZodType = field as z.ZodType;
+        while (input instanceof z.ZodPipe) input = input.def.in as z.ZodType;
+        const expected = input instanceof z.ZodDefault ? input.def.defaultValue : undefined;
         expect(declared[key].default, `default of ${project}:${key}`).toEqual(expected);
       }
     },

@@ -422,7 +422,7 @@ describe("stack files the CLI could not read are refused with what is wrong", ()
     [
       "a secret in plaintext",
       "cluster-setup",
-      "config:\n  aws:region: us-west-2\n  cluster-setup:clusterStack: a/cluster/b\n  cluster-setup:stacksRepoURL: https://github.com/a/b.git\n  cluster-setup:pulumiAccessToken: pul-plaintext\n",
+      "config:\n  aws:region: us-west-2\n  cluster-setup:clusterStack: a/cluster/b\n  cluster-setup:pulumiAccessToken: pul-plaintext\n",
       /cluster-setup:pulumiAccessToken must be encrypted as it's secret; set it with pulumi config set --secret pulumiAccessToken <value>/,
     ],
   ];
@@ -511,32 +511,40 @@ describe("the pipeline and cluster-setup's identities", () => {
     stacksNamespace: "pulumi-stacks",
     stackServiceAccountName: "pulumi-stacks",
     pulumiAccessTokenSecretName: "pulumi-access-token",
-    stackIdentities: { dev: identity("dev"), dev2: identity("dev2"), qa: identity("qa") },
+    stackIdentities: Object.fromEntries(Object.keys(pipeline.environments).map((e) => [e, identity(e)])),
     previewIdentity: identity("preview"),
     cognitoAdminGroup: "platform-admins",
-    cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+    cognitoApproverGroups: [
+      ...new Set([
+        ...pipeline.stages.flatMap((s) => (s.kind === "gate" ? s.approvers : [])),
+        ...Object.values(pipeline.environments).flatMap((e) => e.destructiveChangeApprovers),
+      ]),
+    ],
   } as unknown as ClusterSetup;
 
   it("agree by default", () => expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow());
 
   it("refuses an environment cluster-setup made no identity for", () => {
-    const { qa: _qa, ...withoutQa } = setup.stackIdentities;
-    expect(() => checkAgainstClusterSetup(pipeline, { ...setup, stackIdentities: withoutQa })).toThrow(
-      /environment "qa" has no identity in cluster-setup; add it to cluster-setup's stackEnvironments \(now dev, dev2\)/,
+    const environments = Object.keys(pipeline.environments);
+    const missing = environments.at(-1)!;
+    const { [missing]: _missing, ...without } = setup.stackIdentities;
+    expect(() => checkAgainstClusterSetup(pipeline, { ...setup, stackIdentities: without })).toThrow(
+      `environment "${missing}" has no identity in cluster-setup; add it to cluster-setup's stackEnvironments (now ${environments.slice(0, -1).join(", ")})`,
     );
   });
 
   it("refuses a stage whose ServiceAccount is not the one cluster-setup made", () => {
     const renamed = { ...setup, previewIdentity: identity("previews") };
+    const firstPreview = pipeline.stages.find((s) => s.kind === "preview")!.name;
     expect(() => checkAgainstClusterSetup(pipeline, renamed)).toThrow(
-      /stage "devpreview" would run as ServiceAccount "pulumi-stacks-preview" but cluster-setup made "pulumi-stacks-previews"/,
+      `stage "${firstPreview}" would run as ServiceAccount "pulumi-stacks-preview" but cluster-setup made "pulumi-stacks-previews"`,
     );
   });
 
   it("refuses the Kargo project's namespace as the stacks namespace", () => {
     const clash = { ...pipeline, stacks: { ...pipeline.stacks, namespace: pipeline.project } };
     expect(() => checkAgainstClusterSetup(clash, { ...setup, stacksNamespace: pipeline.project })).toThrow(
-      /stacks\.namespace "infra" is Kargo's or the Kargo project's namespace/,
+      `stacks.namespace "${pipeline.project}" is Kargo's or the Kargo project's namespace`,
     );
   });
 });
@@ -546,7 +554,6 @@ describe("cluster-setup's defaults fit the pipeline", () => {
     const defaults = clusterSetupConfigSchema.parse({
       clusterStack: "a/cluster/b",
       pulumiAccessToken: "token",
-      stacksRepoURL: "https://github.com/a/b.git",
     });
     expect(defaults.stackEnvironments).toEqual(Object.keys(validatePipeline(definition).environments));
     expect(defaults.cognitoMfa).toBe("ON");

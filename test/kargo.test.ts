@@ -3,6 +3,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { fork } from "../lib/fork";
 import {
   previewPolicy,
   programActions,
@@ -19,12 +20,22 @@ import {
   promotionTaskSpec,
   stackManifest,
 } from "../lib/pipeline/derive";
-import { validatePipeline, type Pipeline } from "../lib/pipeline/model";
+import { isProtected, validatePipeline, type Pipeline } from "../lib/pipeline/model";
 import { renderStacks } from "../lib/pipeline/stacks";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain, repoRoot } from "../lib/plan/projects";
 import { ofType, one, planProject } from "./helpers";
+
+/** The Cognito groups the pipeline names: every gate's approvers and every destructive-change approver group. */
+const namedGroups = (p: Pipeline) =>
+  [
+    ...new Set([
+      ...p.stages.flatMap((s) => (s.kind === "gate" ? s.approvers : [])),
+      ...Object.values(p.environments).flatMap((e) => e.destructiveChangeApprovers),
+    ]),
+  ].sort();
+const environmentStageNames = (p: Pipeline) => p.stages.filter((s) => s.kind !== "gate").map((s) => s.name);
 
 type Obj = { apiVersion: string; kind: string; metadata: Record<string, any>; spec: any; [k: string]: any };
 
@@ -42,37 +53,28 @@ describe("kargo project", () => {
     objects = kubernetesObjects(plan) as Obj[];
   });
 
-  it("declares the Project, its ProjectConfig (same name and namespace), one Warehouse and the default 9 stages", () => {
-    expect(ofKind("Project").map((p) => p.metadata)).toEqual([{ name: "infra" }]);
-    expect(ofKind("ProjectConfig").map((p) => p.metadata)).toEqual([{ name: "infra", namespace: "infra" }]);
+  it("declares the Project, its ProjectConfig (same name and namespace), one Warehouse and one Stage per stage of the pipeline", () => {
+    const project = pipeline.project;
+    expect(ofKind("Project").map((p) => p.metadata)).toEqual([{ name: project }]);
+    expect(ofKind("ProjectConfig").map((p) => p.metadata)).toEqual([{ name: project, namespace: project }]);
     expect(ofKind("Warehouse")).toHaveLength(1);
     expect(
       ofKind("Stage")
         .map((s) => s.metadata.name)
         .sort(),
-    ).toEqual([
-      "approvalgatedev",
-      "approvalgateqa",
-      "approvalgateqasec",
-      "dev",
-      "dev2",
-      "dev2preview",
-      "devpreview",
-      "qa",
-      "qapreview",
-    ]);
+    ).toEqual(pipeline.stages.map((s) => s.name).sort());
   });
 
-  it("wires the stages into the default topology, joining the QA gates with availabilityStrategy All", () => {
+  it("wires the stages as the pipeline does, joining stages that require all upstreams with availabilityStrategy All", () => {
     const sources = (name: string) => stage(name).spec.requestedFreight[0].sources;
-    expect(sources("approvalgatedev")).toEqual({ direct: true });
-    expect(sources("devpreview")).toEqual({ stages: ["approvalgatedev"] });
-    expect(sources("dev")).toEqual({ stages: ["devpreview"] });
-    expect(sources("approvalgateqa")).toEqual({ stages: ["dev", "dev2"], availabilityStrategy: "All" });
-    expect(sources("qapreview")).toEqual({
-      stages: ["approvalgateqa", "approvalgateqasec"],
-      availabilityStrategy: "All",
-    });
+    for (const s of pipeline.stages) {
+      if (s.from === "warehouse") expect(sources(s.name), s.name).toEqual({ direct: true });
+      else
+        expect(sources(s.name), s.name).toEqual({
+          stages: s.from,
+          ...(s.requireAll ? { availabilityStrategy: "All" } : {}),
+        });
+    }
     for (const s of ofKind("Stage"))
       expect(s.spec.requestedFreight[0].origin).toEqual({ kind: "Warehouse", name: "program" });
   });
@@ -88,13 +90,11 @@ describe("kargo project", () => {
 
   it("subscribes the Warehouse to the program, each environment's Pulumi.<stack>.yaml and stacks/ together", () => {
     const git = ofKind("Warehouse")[0]!.spec.subscriptions[0].git;
-    expect(git).toMatchObject({ repoURL: pipeline.source.repoURL, branch: "main" });
+    expect(git).toMatchObject({ repoURL: fork.githubRepo, branch: pipeline.source.branch });
     expect(git.includePaths).toEqual([
-      "Pulumi.yaml",
-      "Pulumi.dev.yaml",
-      "Pulumi.dev2.yaml",
-      "Pulumi.qa.yaml",
-      "stacks",
+      ...pipeline.source.includePaths,
+      ...Object.values(pipeline.environments).map((e) => `Pulumi.${e.pulumiStack}.yaml`),
+      pipeline.stacks.dir,
     ]);
     expect(git.excludePaths).toBeUndefined();
     const program = YAML.parse(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
@@ -107,7 +107,9 @@ describe("kargo project", () => {
     }
     // A program in a folder keeps its config beside it.
     const nested = { ...pipeline, source: { ...pipeline.source, programDir: "infra" } };
-    expect(freightPaths(nested)).toContain("infra/Pulumi.qa.yaml");
+    expect(freightPaths(nested)).toContain(
+      `infra/Pulumi.${Object.values(pipeline.environments)[0]!.pulumiStack}.yaml`,
+    );
   });
 
   describe("the shared PromotionTask", () => {
@@ -172,7 +174,7 @@ describe("kargo project", () => {
       visit(objects);
       const whole = strings.filter((t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t));
       // git-clone's commit, yaml-update's value, argocd-update's revision, each stage's verification arg.
-      expect(whole.length).toBe(3 + 6);
+      expect(whole.length).toBe(3 + environmentStageNames(pipeline).length);
       for (const t of whole) expect(t).toMatch(/^\$\{\{ quote\(.*\) \}\}$/);
     });
 
@@ -188,7 +190,9 @@ describe("kargo project", () => {
           .replace("${{ ctx.stage }}", s.name);
         const application = ofKind("Application").find((a) => a.metadata.name === appName);
         expect(application, appName).toBeDefined();
-        expect(application!.metadata.annotations["kargo.akuity.io/authorized-stage"]).toBe(`infra:${s.name}`);
+        expect(application!.metadata.annotations["kargo.akuity.io/authorized-stage"]).toBe(
+          `${pipeline.project}:${s.name}`,
+        );
         expect(application!.spec.source).toEqual({
           repoURL: pipeline.source.repoURL,
           targetRevision: `stage/${s.name}`,
@@ -257,13 +261,24 @@ describe("kargo project", () => {
       );
       expect(declared.map((a) => a.name)).toEqual(expect.arrayContaining([...new Set(used)]));
     }
-    expect(stage("dev").spec.verification.args).toEqual([
-      { name: "stack", value: "dev" },
-      { name: "commit", value: `\${{ quote(commitFrom("${pipeline.source.repoURL}").ID) }}` },
-    ]);
-    expect(stage("devpreview").spec.verification.analysisTemplates).toEqual([
-      { kind: "AnalysisTemplate", name: "pulumi-preview-protected" },
-    ]);
+    for (const s of pipeline.stages.filter((s) => s.kind === "update")) {
+      expect(stage(s.name).spec.verification.args, s.name).toEqual([
+        { name: "stack", value: pipeline.environments[s.environment]!.pulumiStack },
+        { name: "commit", value: `\${{ quote(commitFrom("${pipeline.source.repoURL}").ID) }}` },
+      ]);
+    }
+    const previews = pipeline.stages.filter((s) => s.kind === "preview");
+    expect(previews.length).toBeGreaterThan(0);
+    for (const s of previews) {
+      expect(stage(s.name).spec.verification.analysisTemplates, s.name).toEqual([
+        {
+          kind: "AnalysisTemplate",
+          name: isProtected(pipeline.environments[s.environment]!)
+            ? "pulumi-preview-protected"
+            : "pulumi-preview",
+        },
+      ]);
+    }
   });
 
   describe("verification", () => {
@@ -317,7 +332,7 @@ describe("kargo project", () => {
     for (const gate of pipeline.stages.filter((s) => s.kind === "gate")) {
       const name = `approver-${gate.name}`;
       const account = ofKind("ServiceAccount").find((a) => a.metadata.name === name)!;
-      expect(account.metadata.namespace).toBe("infra");
+      expect(account.metadata.namespace).toBe(pipeline.project);
       expect(JSON.parse(account.metadata.annotations["rbac.kargo.akuity.io/claims"])).toEqual({
         "cognito:groups": gate.approvers,
       });
@@ -342,23 +357,25 @@ describe("kargo project", () => {
     expect(rules.every((r) => !r.verbs.includes("*"))).toBe(true);
     // Cluster-level read (kargo-user: list projects) for exactly the approver groups.
     const oidc = (one(plan, "kubernetes:helm.sh/v3:Release").inputs.values as any).api.oidc;
-    expect(oidc.users).toEqual({
-      claims: { "cognito:groups": ["dev-approvers", "qa-approvers", "security-approvers"] },
-    });
+    expect(oidc.users).toEqual({ claims: { "cognito:groups": namedGroups(pipeline) } });
     expect(approverGroups(pipeline)).toEqual(oidc.users.claims["cognito:groups"]);
     expect(setup.outputs.cognitoApproverGroups).toEqual(expect.arrayContaining(approverGroups(pipeline)));
   });
 
   it("gives each environment stage an Argo CD Application that never syncs or prunes on its own", () => {
     const apps = ofKind("Application");
-    expect(apps).toHaveLength(6);
+    expect(apps.map((a) => a.metadata.name).sort()).toEqual(
+      environmentStageNames(pipeline)
+        .map((s) => `${pipeline.project}-${s}`)
+        .sort(),
+    );
     for (const app of apps) {
       expect(app.metadata.namespace).toBe("argocd");
       expect(app.spec.project).toBe(setup.outputs.argocdProject);
       expect(app.spec.syncPolicy?.automated).toBeUndefined();
       expect(app.spec.destination).toEqual({
         server: "https://kubernetes.default.svc",
-        namespace: "pulumi-stacks",
+        namespace: pipeline.stacks.namespace,
       });
       expect(app.spec.source.repoURL).toBe(pipeline.source.repoURL);
       expect(app.spec.source.targetRevision).toMatch(/^stage\//);
@@ -370,7 +387,7 @@ describe("kargo project", () => {
   it("labels the git credentials for Kargo and keeps every credential secret", () => {
     const secrets = ofKind("Secret");
     const git = secrets.find(
-      (s) => s.metadata.namespace === "infra" && s.metadata.name === "git-credentials",
+      (s) => s.metadata.namespace === pipeline.project && s.metadata.name === "git-credentials",
     )!;
     expect(git.metadata.labels).toEqual({ "kargo.akuity.io/cred-type": "git" });
     for (const s of secrets) expect(s.stringData, s.metadata.name).toBe("[secret]");
@@ -436,7 +453,7 @@ describe("kargo project", () => {
         additionalScopes: [],
         usernameClaim: "email",
         admins: { claims: { "cognito:groups": ["platform-admins"] } },
-        users: { claims: { "cognito:groups": ["dev-approvers", "qa-approvers", "security-approvers"] } },
+        users: { claims: { "cognito:groups": namedGroups(pipeline) } },
       });
     });
 
@@ -479,19 +496,19 @@ describe("kargo project", () => {
   it("gives each environment's role the program policy on that environment's buckets only, and previews a read-only one", () => {
     const identities = setup.outputs.stackIdentities as Record<string, { roleName: string }>;
     const policies = ofType(plan, "aws:iam/rolePolicy:RolePolicy");
-    expect(policies.map((p) => p.name)).toEqual([
-      "promoted-program-dev",
-      "promoted-program-dev2",
-      "promoted-program-qa",
-      "promoted-program-preview",
-    ]);
-    for (const env of ["dev", "dev2", "qa"]) {
+    const environments = Object.keys(pipeline.environments);
+    expect(policies.map((p) => p.name)).toEqual(
+      [...environments, "preview"].map((e) => `promoted-program-${e}`),
+    );
+    for (const env of environments) {
       const policy = policies.find((p) => p.name === `promoted-program-${env}`)!;
       expect(policy.inputs.role).toBe(identities[env]!.roleName);
       const document = JSON.parse(String(policy.inputs.policy));
       expect(document).toEqual(programPolicy(pipeline, env));
       for (const statement of document.Statement) {
-        expect(statement.Resource).toBe(`arn:aws:s3:::infra-program-${env}-*`);
+        expect(statement.Resource).toBe(
+          `arn:aws:s3:::${pipeline.pulumi.project}-${pipeline.environments[env]!.pulumiStack}-*`,
+        );
         for (const action of statement.Action) expect(action).toMatch(/^s3:[A-Z]/);
       }
     }
@@ -513,13 +530,18 @@ describe("kargo project", () => {
       previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
     } as unknown as ClusterSetup;
     expect(() => checkAgainstClusterSetup(pipeline, agreeing)).not.toThrow();
+    const gate = pipeline.stages.find((s) => s.kind === "gate")!;
+    const group = gate.approvers[0]!;
     const disagreeing = {
       ...agreeing,
       stacksNamespace: "stacks",
-      cognitoApproverGroups: ["qa-approvers", "security-approvers"],
+      cognitoApproverGroups: namedGroups(pipeline).filter((g) => g !== group),
     };
     expect(() => checkAgainstClusterSetup(pipeline, disagreeing)).toThrow(
-      /pipeline stacks\.namespace is "pulumi-stacks" but cluster-setup's stacksNamespace is "stacks"[\s\S]*stage "approvalgatedev": approver group "dev-approvers" is not a Cognito group/,
+      `pipeline stacks.namespace is "${pipeline.stacks.namespace}" but cluster-setup's stacksNamespace is "stacks"`,
+    );
+    expect(() => checkAgainstClusterSetup(pipeline, disagreeing)).toThrow(
+      `stage "${gate.name}": approver group "${group}" is not a Cognito group`,
     );
   });
 });
@@ -583,15 +605,22 @@ describe("stacks/", () => {
   });
 
   it("destroys on deletion only the update Stack of an environment marked ephemeral", () => {
+    const [env, ...others] = Object.keys(definition.environments);
     const ephemeral = validatePipeline({
       ...definition,
-      environments: { ...definition.environments, dev: { ...definition.environments.dev!, ephemeral: true } },
+      environments: {
+        ...definition.environments,
+        [env!]: { ...definition.environments[env!]!, ephemeral: true },
+      },
     });
-    const specOf = (name: string) =>
-      stackManifest(ephemeral, ephemeral.stages.find((s) => s.name === name) as never).spec;
-    expect(specOf("dev").destroyOnFinalize).toBe(true);
-    expect(specOf("devpreview").destroyOnFinalize).toBe(false);
-    expect(specOf("dev2").destroyOnFinalize).toBe(false);
+    for (const s of ephemeral.stages.filter((s) => s.kind !== "gate")) {
+      const { destroyOnFinalize } = stackManifest(ephemeral, s).spec;
+      expect(destroyOnFinalize, s.name).toBe(s.kind === "update" && s.environment === env);
+    }
+    expect(ephemeral.stages.some((s) => s.kind === "update" && s.environment === env)).toBe(true);
+    expect(ephemeral.stages.some((s) => s.kind === "update" && others.includes(s.environment))).toBe(
+      others.length > 0,
+    );
   });
 
   it("runs every Stack under the IRSA ServiceAccount with the token Secret and a pinned slim image, without AWS keys", () => {
@@ -699,28 +728,29 @@ describe("the promoted program's policy", () => {
   });
 
   it("scopes each environment to its own stack's buckets in the role's own account", () => {
-    const dev = programPolicy(pipeline, "dev") as { Statement: any[] };
+    const [env, { pulumiStack }] = Object.entries(pipeline.environments)[0]!;
+    const dev = programPolicy(pipeline, env) as { Statement: any[] };
     const all = dev.Statement.flatMap((s) => s.Action);
     expect(new Set(all)).toEqual(new Set([...programReadActions, ...programWriteActions]));
     for (const statement of dev.Statement)
-      expect(statement.Resource).toBe("arn:aws:s3:::infra-program-dev-*");
+      expect(statement.Resource).toBe(`arn:aws:s3:::${pipeline.pulumi.project}-${pulumiStack}-*`);
     const managed = dev.Statement.find((s) => s.Sid === "ManageProgramBuckets");
     expect(managed.Condition).toEqual({ StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } });
     expect(dev.Statement.find((s) => s.Sid === "CreateProgramBuckets").Action).toEqual([
       "s3:CreateBucket",
       "s3:TagResource",
     ]);
-    expect(() => programPolicy(pipeline, "prod")).toThrow(/no environment "prod"/);
+    expect(() => programPolicy(pipeline, "no-such-env")).toThrow(/no environment "no-such-env"/);
   });
 
   it("lets previews read every environment's buckets and change nothing", () => {
     const preview = previewPolicy(pipeline) as { Statement: any[] };
     expect(preview.Statement).toHaveLength(1);
-    expect(preview.Statement[0].Resource).toEqual([
-      "arn:aws:s3:::infra-program-dev-*",
-      "arn:aws:s3:::infra-program-dev2-*",
-      "arn:aws:s3:::infra-program-qa-*",
-    ]);
+    expect(preview.Statement[0].Resource).toEqual(
+      Object.values(pipeline.environments).map(
+        (e) => `arn:aws:s3:::${pipeline.pulumi.project}-${e.pulumiStack}-*`,
+      ),
+    );
     for (const action of preview.Statement[0].Action) expect(programWriteActions).not.toContain(action);
   });
 });

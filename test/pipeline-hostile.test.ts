@@ -8,11 +8,35 @@ import { afterEach, describe, expect, it } from "vitest";
 import { pipeline as defaultPipeline } from "../kargo/pipeline";
 import { branchProblems, parsePathSelector, selectorMatches } from "../lib/pipeline/checks";
 import { names } from "../lib/pipeline/derive";
-import { PipelineError, validatePipeline, type PipelineInput } from "../lib/pipeline/model";
+import {
+  PipelineError,
+  validatePipeline,
+  type EnvironmentStage,
+  type PipelineInput,
+} from "../lib/pipeline/model";
 import { isGenerated, writeStacks } from "../lib/pipeline/stacks";
 
 type StageInput = PipelineInput["stages"][number];
 const base = defaultPipeline;
+// Names taken from kargo/pipeline.ts, so that these rules hold whatever environments it declares.
+const basePipeline = validatePipeline(base);
+const environmentStages = basePipeline.stages.filter((s): s is EnvironmentStage => s.kind !== "gate");
+const stackFiles = environmentStages.map((s) => `${s.name}.yaml`);
+const [firstEnv, { pulumiStack: firstStack }] = Object.entries(basePipeline.environments)[0]!;
+const lastStack = Object.values(basePipeline.environments).at(-1)!.pulumiStack;
+const firstUpdate = environmentStages.find((s) => s.kind === "update")!;
+const previewOfFirstUpdate = environmentStages.find(
+  (s) => s.kind === "preview" && s.environment === firstUpdate.environment,
+)!;
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** A message written for environment "dev" (stack dev), for the pipeline's first environment. */
+const forFirstEnvironment = (message: RegExp) =>
+  new RegExp(
+    message.source
+      .replaceAll("Pulumi\\.dev\\.yaml", escaped(`Pulumi.${firstStack}.yaml`))
+      .replace("environments\\.dev:", `environments\\.${escaped(firstEnv)}:`),
+  );
+
 const withSource = (source: Partial<PipelineInput["source"]>): PipelineInput => ({
   ...base,
   source: { ...base.source, ...source },
@@ -151,30 +175,41 @@ describe("hostile pipeline definitions", () => {
     // Environments.
     [
       "two environments sharing one Pulumi stack",
-      withEnvironments({ dev2: { pulumiStack: "dev" } }),
-      /environments\.dev2\.pulumiStack: "dev" is also environment "dev"'s stack; each environment needs its own Pulumi stack/,
+      withEnvironments({ copy: { pulumiStack: firstStack } }),
+      new RegExp(
+        `environments\\.copy\\.pulumiStack: "${escaped(firstStack)}" is also environment "${escaped(firstEnv)}"'s stack; each environment needs its own Pulumi stack`,
+      ),
     ],
     [
       "an environment no stage uses",
       withEnvironments({ prod: { pulumiStack: "prod" } }),
-      /environments\.prod: no stage uses it; add stages for it or remove it \(environments in use: dev, dev2, qa\)/,
+      new RegExp(
+        `environments\\.prod: no stage uses it; add stages for it or remove it \\(environments in use: ${escaped(Object.keys(basePipeline.environments).join(", "))}\\)`,
+      ),
     ],
     // Stages.
     [
       "requireAll with the same upstream twice",
       withStage({
-        name: "qa",
-        kind: "update",
-        environment: "qa",
-        from: ["qapreview", "qapreview"],
+        ...firstUpdate,
+        from: [previewOfFirstUpdate.name, previewOfFirstUpdate.name],
         requireAll: true,
       }),
-      /stage "qa": lists upstream stage "qapreview" more than once; list each once/,
+      new RegExp(
+        `stage "${firstUpdate.name}": lists upstream stage "${previewOfFirstUpdate.name}" more than once; list each once`,
+      ),
     ],
     [
       "a preview after its update",
-      withStage({ name: "devcheck", kind: "preview", environment: "dev", from: ["dev"] }),
-      /stage "devcheck": previews environment "dev" after its update stage "dev" has applied; a preview must come before its update/,
+      withStage({
+        name: "check",
+        kind: "preview",
+        environment: firstUpdate.environment,
+        from: [firstUpdate.name],
+      }),
+      new RegExp(
+        `stage "check": previews environment "${firstUpdate.environment}" after its update stage "${firstUpdate.name}" has applied; a preview must come before its update`,
+      ),
     ],
     [
       "a stage named like the Warehouse",
@@ -241,12 +276,14 @@ describe("hostile pipeline definitions", () => {
     [
       "an exclude that hides the stages' Stack templates",
       withSource({ excludePaths: ["glob:stacks/**"] }),
-      /source\.excludePaths\[0\]: "glob:stacks\/\*\*" excludes stacks\/devpreview\.yaml, which a stage runs: a change to it would reach the stages without passing the gates/,
+      new RegExp(
+        `source\\.excludePaths\\[0\\]: "glob:stacks\\/\\*\\*" excludes stacks\\/${escaped(stackFiles[0]!)}, which a stage runs: a change to it would reach the stages without passing the gates`,
+      ),
     ],
     [
       "an exclude regex that hides an environment's config",
-      withSource({ excludePaths: ["regexp:^Pulumi\\.dev2"] }),
-      /source\.excludePaths\[0\]: "regexp:\^Pulumi\\\.dev2" excludes Pulumi\.dev2\.yaml, which a stage runs/,
+      withSource({ excludePaths: [`regexp:^Pulumi\\.${escaped(lastStack)}\\.`] }),
+      new RegExp(`excludes Pulumi\\.${escaped(lastStack)}\\.yaml, which a stage runs`),
     ],
     [
       "an exclude glob that hides the program",
@@ -435,7 +472,7 @@ describe("what Kargo and git accept, checked against the real engines", () => {
 describe("each environment's config file beside the promoted program", () => {
   const withDevConfig = (text: string | undefined) => {
     const repo = tempRepo();
-    const file = path.join(repo, "Pulumi.dev.yaml");
+    const file = path.join(repo, `Pulumi.${firstStack}.yaml`);
     if (text === undefined) fs.rmSync(file);
     else fs.writeFileSync(file, text);
     return repo;
@@ -482,7 +519,7 @@ describe("each environment's config file beside the promoted program", () => {
       /Pulumi\.dev\.yaml: config\.infra-program:tags: has no value; allowed: a string, number, boolean, or a list or map of those/,
     ],
   ])("rejects %s, naming the file and what is allowed", (_, text, message) => {
-    expect(problemsOf(base, withDevConfig(text))).toMatch(message);
+    expect(problemsOf(base, withDevConfig(text))).toMatch(forFirstEnvironment(message));
   });
 
   it("accepts structured values, encrypted secrets and an empty file", () => {
@@ -551,7 +588,6 @@ describe("paths resolved on disk", () => {
 
 describe("npm run stacks", () => {
   const pipeline = (dir = "stacks") => validatePipeline(withStacks({ dir }));
-  const stackFiles = ["devpreview", "dev", "dev2preview", "dev2", "qapreview", "qa"].map((s) => `${s}.yaml`);
 
   it("writes one generated manifest per environment stage into its own folder", () => {
     const repo = tempRepo();
@@ -565,7 +601,7 @@ describe("npm run stacks", () => {
     const repo = tempRepo();
     writeStacks(pipeline(), repo);
     const dir = path.join(repo, "stacks");
-    fs.copyFileSync(path.join(dir, "dev.yaml"), path.join(dir, "oldstage.yaml"));
+    fs.copyFileSync(path.join(dir, stackFiles[0]!), path.join(dir, "oldstage.yaml"));
     fs.writeFileSync(path.join(dir, "notes.yaml"), "mine: true\n");
     fs.writeFileSync(path.join(dir, "README.md"), "# stacks\n");
     const { removed, leftAlone } = writeStacks(pipeline(), repo);
@@ -610,15 +646,15 @@ describe("npm run stacks", () => {
       /stacks\.dir: .*(not a relative path|leaves the repository)/,
     );
     expect(fs.readdirSync(outer)).toEqual(["repo"]);
-    expect(fs.readdirSync(repo).sort()).toEqual([
-      "Pulumi.dev.yaml",
-      "Pulumi.dev2.yaml",
-      "Pulumi.qa.yaml",
-      "Pulumi.yaml",
-      "cluster",
-      "cluster-setup",
-      "kargo",
-    ]);
+    expect(fs.readdirSync(repo).sort()).toEqual(
+      [
+        ...Object.values(basePipeline.environments).map((e) => `Pulumi.${e.pulumiStack}.yaml`),
+        "Pulumi.yaml",
+        "cluster",
+        "cluster-setup",
+        "kargo",
+      ].sort(),
+    );
   });
 
   it("writes nothing through a stacks directory symlinked out of the repository", () => {
@@ -635,25 +671,35 @@ describe("npm run stacks", () => {
     const repo = tempRepo();
     const dir = path.join(repo, "stacks");
     fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, "dev.yaml"), "hand: written\n");
-    fs.writeFileSync(path.join(dir, "dev2.yaml"), "not: [yaml\n");
+    // Three of the files the pipeline wants (a pipeline has at least a preview and an update stage).
+    const [hand, broken = "other.yaml", linked = hand!] = [...stackFiles].reverse();
+    const [handFile, linkedFile] = hand === linked ? [stackFiles[0]!, stackFiles[1]!] : [hand!, linked];
+    fs.writeFileSync(path.join(dir, handFile), "hand: written\n");
+    fs.writeFileSync(path.join(dir, broken), "not: [yaml\n");
     const target = path.join(tempDir("outside-"), "target.yaml");
     fs.writeFileSync(target, "outside: true\n");
-    fs.symlinkSync(target, path.join(dir, "qa.yaml"));
-    expect(() => writeStacks(pipeline(), repo)).toThrow(
-      /stacks\.dir: stacks\/dev\.yaml exists and was not generated by `npm run stacks`[^]*stacks\/qa\.yaml exists and was not generated/,
-    );
-    expect(fs.readFileSync(path.join(dir, "dev.yaml"), "utf8")).toBe("hand: written\n");
+    fs.symlinkSync(target, path.join(dir, linkedFile));
+    const error = (() => {
+      try {
+        writeStacks(pipeline(), repo);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "";
+    })();
+    for (const f of [handFile, linkedFile])
+      expect(error).toContain(`stacks.dir: stacks/${f} exists and was not generated by \`npm run stacks\``);
+    expect(fs.readFileSync(path.join(dir, handFile), "utf8")).toBe("hand: written\n");
     expect(fs.readFileSync(target, "utf8")).toBe("outside: true\n");
-    expect(fs.readFileSync(path.join(dir, "dev2.yaml"), "utf8")).toBe("not: [yaml\n");
-    expect(fs.readdirSync(dir).sort()).toEqual(["dev.yaml", "dev2.yaml", "qa.yaml"]);
+    expect(fs.readFileSync(path.join(dir, broken), "utf8")).toBe("not: [yaml\n");
+    expect(fs.readdirSync(dir).sort()).toEqual([...new Set([handFile, broken, linkedFile])].sort());
   });
 
   it("never deletes through a symlink that looks generated", () => {
     const repo = tempRepo();
     writeStacks(pipeline(), repo);
     const target = path.join(tempDir("outside-"), "old.yaml");
-    fs.copyFileSync(path.join(repo, "stacks", "dev.yaml"), target);
+    fs.copyFileSync(path.join(repo, "stacks", stackFiles[0]!), target);
     fs.symlinkSync(target, path.join(repo, "stacks", "oldstage.yaml"));
     const { removed, leftAlone } = writeStacks(pipeline(), repo);
     expect(removed).toEqual([]);

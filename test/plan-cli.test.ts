@@ -172,6 +172,21 @@ describe("npm run plan", () => {
     expect(failed.stderr).toMatch(/cluster:availabilityZoneCount: must be at least 2/);
   });
 
+  it("--project prints that project's plan only", async () => {
+    const one = await plan("--project", "cluster");
+    expect(one.code).toBe(0);
+    expect(one.stdout).toContain("== cluster (stack example)");
+    for (const later of projectOrder.slice(1)) expect(one.stdout).not.toContain(`== ${later} (stack`);
+  });
+
+  it("reports a --config file that does not exist as missing, planning nothing", async () => {
+    const missing = path.join(out, "Pulumi.nowhere.yaml");
+    const result = await plan("--project", "cluster", "--config", missing);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`--config: ${missing} does not exist`);
+    expect(result.stdout).toBe("");
+  });
+
   it("rejects unknown projects and options with a usage message", async () => {
     const unknownProject = await plan("--project", "clusters");
     expect(unknownProject.code).toBe(2);

@@ -2,6 +2,7 @@
 // generated secret, a way through the platform's load balancer, and the webhook registered on the repository.
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { fork } from "../lib/fork";
 import { githubRepository, githubWebhookPath } from "../lib/pipeline/derive";
 import { validatePipeline } from "../lib/pipeline/model";
 import type { ProgramPlan } from "../lib/plan/harness";
@@ -91,14 +92,14 @@ describe("the Warehouse's GitHub webhook", () => {
     expect(plan.outputs.githubWebhookUrl).toBe(url);
     const hook = one(plan, "github:index/repositoryWebhook:RepositoryWebhook").inputs;
     expect(hook).toEqual({
-      repository: "infra-change-platform",
+      repository: githubRepository(fork.githubRepo).name,
       events: ["push"],
       active: true,
       // The server's certificate is the chart's self-signed one; the delivery is signed with the secret.
       configuration: { url, contentType: "json", secret: "[secret]", insecureSsl: true },
     });
     const provider = one(plan, "pulumi:providers:github").inputs;
-    expect(provider).toMatchObject({ owner: "your-org", token: "[secret]" });
+    expect(provider).toMatchObject({ owner: githubRepository(fork.githubRepo).owner, token: "[secret]" });
     expect(plan.outputs.githubWebhookRegistered).toBe(true);
     // Polling stays as the fallback.
     expect(objects.find((o) => o.kind === "Warehouse")!.spec.interval).toBe("5m0s");

@@ -1,9 +1,7 @@
-// `npm run docs`: redraws the pipeline diagram in README.md from kargo/pipeline.ts.
-import * as fs from "node:fs";
+// The pipeline diagram README.md shows, drawn from a pipeline (`npm run docs`, lib/cli/docs.ts, writes it).
 import * as path from "node:path";
-import { pipeline as definition } from "../../kargo/pipeline";
 import { freightPaths, stageBranch } from "./derive";
-import { topologicalOrder, upstreamOf, validatePipeline, type Pipeline } from "./model";
+import { topologicalOrder, upstreamOf, type Pipeline } from "./model";
 
 const id = (name: string) => name.replace(/[^A-Za-z0-9]/g, "_");
 
@@ -40,10 +38,4 @@ export function withDiagram(readme: string, p: Pipeline): string {
   const end = readme.indexOf(END);
   if (start < 0 || end < start) throw new Error(`README.md lacks the markers ${START} ... ${END}`);
   return `${readme.slice(0, start)}${START}\n\n\`\`\`mermaid\n${pipelineMermaid(p)}\n\`\`\`\n\n${readme.slice(end)}`;
-}
-
-if (require.main === module) {
-  const readme = fs.readFileSync(README, "utf8");
-  fs.writeFileSync(README, withDiagram(readme, validatePipeline(definition)));
-  console.log("README.md: pipeline diagram redrawn");
 }

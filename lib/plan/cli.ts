@@ -1,5 +1,6 @@
 // `npm run plan [-- --out DIR] [--project NAME] [--config FILE] [--resource NAME]`: the three programs under
 // the mock runtime. `--diff REF [--format text|markdown|json]`: what changes from REF (lib/plan/diff-run.ts).
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { BadRefError, BasePlanError, planDiff } from "./diff-run";
@@ -41,18 +42,24 @@ async function main(): Promise<number> {
     console.error(`--format takes ${formats.join(", ")}, with --diff (got "${args.format}")\n${usage}`);
     return 2;
   }
+  const configFile = args.config && path.resolve(args.config);
+  if (configFile !== undefined && !fs.statSync(configFile, { throwIfNoEntry: false })?.isFile()) {
+    console.error(`--config: ${args.config} does not exist (or is not a file)\n${usage}`);
+    return 2;
+  }
   try {
     if (args.diff !== undefined) {
-      const configFile = args.config && path.resolve(args.config);
       console.log(
         await planDiff({ ref: args.diff, format: (args.format ?? "text") as Format, project, configFile }),
       );
       return 0;
     }
-    const plans = await planChain({ project, configFile: args.config && path.resolve(args.config) });
+    // The projects before --project are planned for its StackReference, but only its own plan is shown.
+    const planned = await planChain({ project, configFile });
+    const plans = project ? planned.slice(-1) : planned;
     if (args.resource) {
       // The full view of one resource in the last planned project (or any, without --project).
-      const described = (project ? plans.slice(-1) : plans)
+      const described = plans
         .map((plan) => describeResource(plan, args.resource!))
         .filter((d): d is string => d !== undefined);
       if (described.length === 0) {

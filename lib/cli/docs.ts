@@ -1,0 +1,39 @@
+// `npm run docs`: redraws what README.md shows of kargo/pipeline.ts: the pipeline diagram, and the capacity
+// table (this pipeline's workspaces beside the planned platform on the planned nodes).
+import * as fs from "node:fs";
+import { pipeline as definition } from "../../kargo/pipeline";
+import { README, withDiagram } from "../pipeline/diagram";
+import { PipelineError, validatePipeline } from "../pipeline/model";
+import { capacityTable, plannedCapacity, withCapacityTable } from "../plan/capacity";
+import { ProgramError } from "../plan/harness";
+import { planChain } from "../plan/projects";
+
+export async function writeDocs(): Promise<string[]> {
+  const pipeline = validatePipeline(definition);
+  const planned = plannedCapacity(await planChain(), pipeline);
+  const before = fs.readFileSync(README, "utf8");
+  const after = withCapacityTable(withDiagram(before, pipeline), capacityTable(planned));
+  if (after !== before) fs.writeFileSync(README, after);
+  const notes = [
+    after === before ? "README.md: up to date" : "README.md: pipeline diagram and capacity table redrawn",
+  ];
+  const { report } = planned;
+  if (!report.fits)
+    notes.push(
+      `warning: the pods need ${report.total.pods} pods, ${report.total.cpu}m CPU, ${report.total.memory} MiB; ${planned.nodes} ${planned.instanceType} nodes offer ${report.allocatable.pods}, ${report.allocatable.cpu}m, ${report.allocatable.memory} MiB (README "What the nodes hold")`,
+    );
+  return notes;
+}
+
+if (require.main === module) {
+  writeDocs().then(
+    (notes) => console.log(notes.join("\n")),
+    (err: unknown) => {
+      // Like `npm run plan`: the message naming the stage, field or key, no stack trace; README.md untouched.
+      if (!(err instanceof PipelineError) && !(err instanceof ProgramError)) throw err;
+      const where = err instanceof ProgramError ? `project ${err.project}: ` : "";
+      console.error(`docs failed: ${where}${err.message}`);
+      process.exitCode = 1;
+    },
+  );
+}
