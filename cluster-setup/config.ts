@@ -3,11 +3,8 @@ import { z } from "zod";
 import { ConfigError, configFields, loadConfig } from "../lib/config";
 import { fork } from "../lib/fork";
 import { identityProblems } from "../lib/forkIdentity";
+import { isReservedNamespace, reservedNamespaces } from "../lib/namespaces";
 import { pipeline } from "../kargo/pipeline";
-import { argoCdChart } from "./addons/argoCd";
-import { argoRollouts } from "./addons/argoRollouts";
-import { certManager } from "./addons/certManager";
-import { pulumiOperator } from "./addons/pulumiOperator";
 
 /** Words Cognito refuses anywhere in a hosted-UI domain prefix (CreateUserPoolDomain). */
 export const reservedDomainWords = ["aws", "amazon", "cognito"] as const;
@@ -20,23 +17,6 @@ const groupName = z
     "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
   );
 const chartValues = z.record(z.string(), z.unknown()).default({});
-
-/**
- * Namespaces the stacks namespace must never be: the cluster's own, and every add-on's. The stack would own
- * the Namespace object, so a `pulumi destroy` (or a replacement) would delete what lives there. Kargo's
- * namespace and its project's are refused by the kargo project, which knows the pipeline.
- */
-export const reservedNamespaces = [
-  "default",
-  "kube-system",
-  "kube-public",
-  "kube-node-lease",
-  argoCdChart.namespace,
-  argoRollouts.namespace,
-  certManager.namespace,
-  pulumiOperator.namespace,
-  "kargo",
-];
 
 /** The verbs Kubernetes RBAC knows for ordinary resources that a program may be granted. */
 export const grantableVerbs = [
@@ -122,7 +102,7 @@ export const clusterSetupConfigSchema = z
       .min(1, "must be set: pulumi config set --secret pulumiAccessToken <token>")
       .max(1000),
     stacksNamespace: dnsLabel
-      .refine((ns) => !reservedNamespaces.includes(ns) && !ns.startsWith("kube-"), {
+      .refine((ns) => !isReservedNamespace(ns), {
         message: `must be a namespace of its own, not the cluster's or an add-on's (${reservedNamespaces.join(", ")}, kube-*): the stack owns it`,
       })
       .default("pulumi-stacks"),

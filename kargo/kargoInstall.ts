@@ -3,13 +3,14 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { HelmAddon, mergeValues, type AddonSpec, type Values } from "../lib/helmAddon";
+import { platformNamespaces } from "../lib/namespaces";
 import { kargoSizing } from "./kargoSizing";
 
 export const kargoChart: Omit<AddonSpec, "values"> = {
   name: "kargo",
   chart: "oci://ghcr.io/akuity/kargo-charts/kargo",
   version: "1.11.2",
-  namespace: "kargo",
+  namespace: platformNamespaces.kargo,
 };
 
 /** The node port the Kargo API listens on behind the load balancer. */

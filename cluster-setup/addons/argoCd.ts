@@ -4,6 +4,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { argocd } from "../../lib/crds";
 import { HelmAddon, type AddonSpec, type Values } from "../../lib/helmAddon";
+import { platformNamespaces } from "../../lib/namespaces";
 
 /**
  * Health of `pulumi.com/Stack` for Argo CD, which bundles none before v3.6. Kept as a Lua file so tests run
@@ -17,7 +18,7 @@ export const argoCdChart = {
   chart: "argo-cd",
   repository: "https://argoproj.github.io/argo-helm",
   version: "10.1.1",
-  namespace: "argocd",
+  namespace: platformNamespaces.argoCd,
 } as const;
 
 export interface ArgoCdArgs {

@@ -1,4 +1,5 @@
 import type { AddonSpec } from "../../lib/helmAddon";
+import { platformNamespaces } from "../../lib/namespaces";
 
 /** Argo Rollouts runs the AnalysisRuns that verify each Kargo stage. */
 export const argoRollouts: AddonSpec = {
@@ -6,7 +7,7 @@ export const argoRollouts: AddonSpec = {
   chart: "argo-rollouts",
   repository: "https://argoproj.github.io/argo-helm",
   version: "2.41.0",
-  namespace: "argo-rollouts",
+  namespace: platformNamespaces.argoRollouts,
   // Kargo turns verification off at start-up when these CRDs are missing, so the chart must install them.
   // One controller: it runs with leader election, so a second replica only waits (and takes a pod slot).
   values: {

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { Region } from "@pulumi/aws/types/enums";
 import YAML from "yaml";
 import { RE2JS } from "re2js";
-import { reservedNamespaces } from "../../cluster-setup/config";
+import { isReservedNamespace, reservedNamespaces } from "../namespaces";
 import { names, stackConfigFile, stackManifestFile, stageBranchPrefix } from "./derive";
 import { PULUMI_CLOUD_API, ancestors, type EnvironmentStage, type Pipeline, type Stage } from "./model";
 
@@ -688,7 +688,7 @@ export function programDirProblems(programDir: string, repoRoot = defaultRepoRoo
  * applies to its stacksNamespace (the cluster's own `default` and `kube-*`, every add-on's, Kargo's).
  */
 export function namespaceProblems(p: Pipeline): string[] {
-  const reserved = (ns: string) => reservedNamespaces.includes(ns) || ns.startsWith("kube-");
+  const reserved = isReservedNamespace;
   const allowed = `allowed: a namespace of its own, not the cluster's or an add-on's (${reservedNamespaces.join(", ")}, kube-*)`;
   const problems: string[] = [];
   if (reserved(p.project))
