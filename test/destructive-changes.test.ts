@@ -5,6 +5,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import {
   analysisTemplateKinds,
+  approverGroups,
   approverRoles,
   destructiveChangeApproverRoles,
   environmentStages,
@@ -34,6 +35,16 @@ const problemsOf = (input: PipelineInput): string => {
   throw new Error("the pipeline was accepted");
 };
 
+/** The environments of kargo/pipeline.ts, whatever a fork names them: each with its preview and update stage. */
+const environments = Object.keys(pipeline.environments).map((name) => ({
+  name,
+  preview: environmentStages(pipeline).find((s) => s.kind === "preview" && s.environment === name),
+  update: environmentStages(pipeline).find((s) => s.kind === "update" && s.environment === name),
+}));
+const previewed = environments.filter((e) => e.preview && e.update);
+const [first, second] = [previewed[0]!, previewed[1] ?? previewed[0]!];
+const last = previewed[previewed.length - 1]!;
+
 describe("which previews stop on destructive changes", () => {
   it("protects every environment unless it is ephemeral or says protected: false", () => {
     const templateOf = (p: ReturnType<typeof validatePipeline>, stage: string) =>
@@ -50,34 +61,40 @@ describe("which previews stop on destructive changes", () => {
     expect(analysisTemplateKinds(pipeline).sort()).toEqual(["protectedPreview", "update"]);
 
     const mixed = validatePipeline(
-      withEnvironments({ dev: { ephemeral: true }, dev2: { protected: false } }),
+      withEnvironments({ [first.name]: { ephemeral: true }, [second.name]: { protected: false } }),
     );
-    expect(templateOf(mixed, "devpreview")).toBe("pulumi-preview");
-    expect(templateOf(mixed, "dev2preview")).toBe("pulumi-preview");
-    expect(templateOf(mixed, "qapreview")).toBe("pulumi-preview-protected");
-    expect(analysisTemplateKinds(mixed).sort()).toEqual(["preview", "protectedPreview", "update"]);
+    expect(templateOf(mixed, first.preview!.name)).toBe("pulumi-preview");
+    expect(templateOf(mixed, second.preview!.name)).toBe("pulumi-preview");
+    if (previewed.length > 2) expect(templateOf(mixed, last.preview!.name)).toBe("pulumi-preview-protected");
+    expect(analysisTemplateKinds(mixed)).toContain("preview");
     // An ephemeral environment can still be protected explicitly.
-    const explicit = validatePipeline(withEnvironments({ dev: { ephemeral: true, protected: true } }));
-    expect(templateOf(explicit, "devpreview")).toBe("pulumi-preview-protected");
+    const explicit = validatePipeline(
+      withEnvironments({ [first.name]: { ephemeral: true, protected: true } }),
+    );
+    expect(templateOf(explicit, first.preview!.name)).toBe("pulumi-preview-protected");
   });
 
   it("rejects a protected environment nobody may approve, or whose destructive changes no preview would catch", () => {
-    expect(problemsOf(withEnvironments({ qa: { destructiveChangeApprovers: [] } }))).toContain(
-      'environment "qa": is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false or ephemeral: true)',
+    expect(problemsOf(withEnvironments({ [last.name]: { destructiveChangeApprovers: [] } }))).toContain(
+      `environment "${last.name}": is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false or ephemeral: true)`,
     );
+    // The update stage takes its preview stage's place in the order.
+    const preview = definition.stages.find((s) => s.name === last.preview!.name)!;
     const noPreview = {
       ...definition,
       stages: definition.stages
-        .filter((s) => s.name !== "qapreview")
+        .filter((s) => s.name !== preview.name)
         .map((s) =>
-          s.name === "qa" ? { ...s, from: ["approvalgateqa", "approvalgateqasec"], requireAll: true } : s,
+          s.name === last.update!.name ? { ...s, from: preview.from, requireAll: preview.requireAll } : s,
         ),
     } as PipelineInput;
     expect(problemsOf(noPreview)).toContain(
-      'environment "qa": is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false',
+      `environment "${last.name}": is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false`,
     );
     expect(() =>
-      validatePipeline(withEnvironments({ qa: { protected: false, destructiveChangeApprovers: [] } })),
+      validatePipeline(
+        withEnvironments({ [last.name]: { protected: false, destructiveChangeApprovers: [] } }),
+      ),
     ).not.toThrow();
   });
 
@@ -88,7 +105,7 @@ describe("which previews stop on destructive changes", () => {
       stackServiceAccountName: pipeline.stacks.serviceAccountName,
       pulumiAccessTokenSecretName: pipeline.stacks.accessTokenSecret,
       cognitoAdminGroup: "platform-admins",
-      cognitoApproverGroups: ["dev-approvers", "qa-approvers", "security-approvers"],
+      cognitoApproverGroups: approverGroups(pipeline),
       region: "us-west-2",
       cognitoRegion: "us-west-2",
       stackIdentities: Object.fromEntries(
@@ -100,9 +117,12 @@ describe("which previews stop on destructive changes", () => {
       previewIdentity: { serviceAccountName: `${pipeline.stacks.serviceAccountName}-preview` },
     } as unknown as ClusterSetup;
     expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow();
-    const typo = validatePipeline(withEnvironments({ qa: { destructiveChangeApprovers: ["qa-aprovers"] } }));
+    const misspelt = `${pipeline.environments[last.name]!.destructiveChangeApprovers[0]}x`;
+    const typo = validatePipeline(
+      withEnvironments({ [last.name]: { destructiveChangeApprovers: [misspelt] } }),
+    );
     expect(() => checkAgainstClusterSetup(typo, setup)).toThrow(
-      'environment "qa": destructive-change approver group "qa-aprovers" is not a Cognito group; cluster-setup has platform-admins, dev-approvers, qa-approvers, security-approvers',
+      `environment "${last.name}": destructive-change approver group "${misspelt}" is not a Cognito group; cluster-setup has ${["platform-admins", ...approverGroups(pipeline)].join(", ")}`,
     );
   });
 });
@@ -126,18 +146,21 @@ describe("who may let a destructive change through", () => {
   const roles = destructiveChangeApproverRoles(pipeline);
 
   it("maps each protected environment's approver groups to its own ServiceAccount", () => {
-    expect(roles.map((r) => [r.environment, r.stage, r.serviceAccount.name])).toEqual([
-      ["dev", "dev", "destructive-approver-dev"],
-      ["dev2", "dev2", "destructive-approver-dev2"],
-      ["qa", "qa", "destructive-approver-qa"],
-    ]);
+    // Every environment of the default pipeline is protected, with approvers of its own.
+    expect(roles.map((r) => [r.environment, r.stage, r.serviceAccount.name])).toEqual(
+      environments
+        .filter((e) => e.update)
+        .map((e) => [e.name, e.update!.name, `destructive-approver-${e.update!.name}`]),
+    );
     for (const role of roles) {
       expect(JSON.parse(role.serviceAccount.annotations["rbac.kargo.akuity.io/claims"]!)).toEqual({
         "cognito:groups": pipeline.environments[role.environment]!.destructiveChangeApprovers,
       });
     }
-    const unprotected = validatePipeline(withEnvironments({ dev: { ephemeral: true } }));
-    expect(destructiveChangeApproverRoles(unprotected).map((r) => r.environment)).toEqual(["dev2", "qa"]);
+    const unprotected = validatePipeline(withEnvironments({ [first.name]: { ephemeral: true } }));
+    expect(destructiveChangeApproverRoles(unprotected).map((r) => r.environment)).toEqual(
+      roles.map((r) => r.environment).filter((e) => e !== first.name),
+    );
   });
 
   it("allows exactly Kargo's manual approval of Freight for that environment's update stage", () => {

@@ -90,7 +90,13 @@ describe("npm run plan -- --diff, between two commits", () => {
     );
     // Adds a node.
     edit(path.join(repo, "cluster/Pulumi.example.yaml"), (t) =>
-      t.replace(`cluster:nodeDesiredSize: ${nodes}`, `cluster:nodeDesiredSize: ${nodes + 1}`),
+      t
+        .replace(`cluster:nodeDesiredSize: ${nodes}`, `cluster:nodeDesiredSize: ${nodes + 1}`)
+        // Room for it, whatever the fork's maximum.
+        .replace(
+          /cluster:nodeMaxSize: (\d+)/,
+          (_, max: string) => `cluster:nodeMaxSize: ${Math.max(Number(max), nodes + 1)}`,
+        ),
     );
     // Deletes the promoted program's protected bucket and adds one that is not protected.
     edit(path.join(repo, "Pulumi.yaml"), (t) => {

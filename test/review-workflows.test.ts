@@ -159,7 +159,10 @@ describe("the drift workflow", () => {
   });
 
   it("only previews, refreshed, failing on any difference, with the read-only identity", () => {
-    for (const [name, job] of jobs) {
+    // The job listing the stages gets no identity at all.
+    expect(wf.jobs.stages.permissions).toEqual({ contents: "read" });
+    expect(wf.jobs.stages.environment).toBeUndefined();
+    for (const [name, job] of jobs.filter(([name]) => name !== "stages")) {
       expect(job.environment, name).toBe("drift");
       expect(job.permissions, name).toEqual({ contents: "read", "id-token": "write" });
       const call = job.steps.find((s) => s.uses === "./.github/actions/pulumi")!;
@@ -182,7 +185,22 @@ describe("the drift workflow", () => {
     expect(wf.jobs.platform.strategy.matrix.include.map((m: { project: string }) => m.project)).toEqual([
       ...projectOrder,
     ]);
-    expect(wf.jobs.environments.strategy.matrix.stage).toEqual(updateStages);
+    expect(wf.jobs.environments.strategy.matrix.stage).toBe("${{ fromJSON(needs.stages.outputs.stages) }}");
+    expect(wf.jobs.environments.needs).toBe("stages");
+  });
+
+  it("reads the update stages from kargo/pipeline.ts, so an environment a fork adds is covered", async () => {
+    const step = wf.jobs.stages.steps.find((s: Step) => s.id === "update-stages") as Step;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "drift-stages-"));
+    const out = path.join(dir, "out");
+    fs.writeFileSync(out, "");
+    await run("bash", ["-e", "-c", step.run!], {
+      cwd: repoRoot,
+      env: { ...process.env, GITHUB_OUTPUT: out },
+    });
+    const [key, value] = fs.readFileSync(out, "utf8").trim().split(/=(.*)/s);
+    expect(key).toBe("stages");
+    expect(JSON.parse(value!)).toEqual(updateStages);
   });
 
   it("previews each environment's stack at the commit its stage branch last promoted", async () => {

@@ -1,21 +1,29 @@
-// `npm run docs`: redraws what README.md shows of kargo/pipeline.ts: the pipeline diagram, and the capacity
-// table (this pipeline's workspaces beside the planned platform on the planned nodes).
+// `npm run docs`: redraws what README.md shows of kargo/pipeline.ts and the plan: the pipeline diagram, the
+// capacity table (this pipeline's workspaces beside the planned platform on the planned nodes) and the
+// idle-cost table (lib/plan/costs.ts over every planned resource).
 import * as fs from "node:fs";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { README, withDiagram } from "../pipeline/diagram";
 import { PipelineError, validatePipeline } from "../pipeline/model";
 import { capacityTable, plannedCapacity, withCapacityTable } from "../plan/capacity";
+import { monthlyCost, withCostTable } from "../plan/costs";
 import { ProgramError } from "../plan/harness";
 import { planChain } from "../plan/projects";
 
 export async function writeDocs(): Promise<string[]> {
   const pipeline = validatePipeline(definition);
-  const planned = plannedCapacity(await planChain(), pipeline);
+  const plans = await planChain();
+  const planned = plannedCapacity(plans, pipeline);
   const before = fs.readFileSync(README, "utf8");
-  const after = withCapacityTable(withDiagram(before, pipeline), capacityTable(planned));
+  const after = withCostTable(
+    withCapacityTable(withDiagram(before, pipeline), capacityTable(planned)),
+    monthlyCost(plans.flatMap((plan) => plan.resources)),
+  );
   if (after !== before) fs.writeFileSync(README, after);
   const notes = [
-    after === before ? "README.md: up to date" : "README.md: pipeline diagram and capacity table redrawn",
+    after === before
+      ? "README.md: up to date"
+      : "README.md: pipeline diagram, capacity and cost tables redrawn",
   ];
   const { report } = planned;
   if (!report.fits)
