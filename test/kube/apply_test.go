@@ -9,9 +9,6 @@ import (
 // server-side; applied again unchanged, nothing changes.
 func TestEveryObjectApplies(t *testing.T) {
 	in := install(t)
-	if in.pkoMissing != "" {
-		t.Log(in.pkoMissing)
-	}
 	t.Logf("applied %d objects over %d upstream CRDs; namespaces a real install creates outside the plan, created first: %v",
 		len(in.objects), len(in.crds), in.createdNamespaces)
 	for _, r := range in.rejected {
@@ -29,7 +26,13 @@ func TestEveryObjectApplies(t *testing.T) {
 			t.Errorf("nothing of kind %s was applied: the plan did not load", kind)
 		}
 	}
-	if in.pkoMissing == "" && !kinds["Stack"] {
-		t.Error("PKO's CRDs are present but no Stack from stacks/ was applied")
-	}
+	// Said as a skipped test, so npm run test:engines lists it: a fork without ../shared applies no Stack.
+	t.Run("Stacks", func(t *testing.T) {
+		if in.pkoMissing != "" {
+			t.Skip(in.pkoMissing)
+		}
+		if !kinds["Stack"] {
+			t.Error("PKO's CRDs are present but no Stack from stacks/ was applied")
+		}
+	})
 }
