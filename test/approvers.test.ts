@@ -10,8 +10,8 @@
 // whose status the API server ignores (the Freight CRD has a status subresource).
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { environmentStages, isGate } from "../lib/pipeline/derive";
-import { validatePipeline } from "../lib/pipeline/model";
+import { environmentStages, isGate } from "../lib/pipeline/graph";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain } from "../lib/plan/projects";
 

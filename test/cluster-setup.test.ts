@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
-import { validatePipeline } from "../lib/pipeline/model";
+import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
 import { planChain, readStackConfig } from "../lib/plan/projects";

@@ -70,7 +70,7 @@ describe("which projects a deploy run deploys", () => {
 
   it("deploys every project when shared code changed", () => {
     const base = git("rev-parse", "HEAD");
-    const head = commit("lib/pipeline/model.ts");
+    const head = commit("lib/pipeline/schema.ts");
     expect(deployed(planAt(head, [base]))).toEqual([...deployProjects]);
   });
 

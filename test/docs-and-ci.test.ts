@@ -11,7 +11,7 @@ import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { kargoConfigSchema } from "../kargo/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { README, withDiagram } from "../lib/pipeline/diagram";
-import { validatePipeline } from "../lib/pipeline/model";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { projectOrder, repoRoot } from "../lib/plan/projects";
 
 const run = promisify(execFile);

@@ -10,8 +10,9 @@ import YAML from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
-import type { PipelineInput } from "../lib/pipeline/model";
-import { topologicalOrder, validatePipeline } from "../lib/pipeline/model";
+import type { PipelineInput } from "../lib/pipeline/schema";
+import { topologicalOrder } from "../lib/pipeline/graph";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { repoRoot } from "../lib/plan/projects";
 
 const run = promisify(execFile);
@@ -93,7 +94,7 @@ function pipelineSource(p: PipelineInput): string {
     .replace(`"repoURL": ${JSON.stringify(fork.githubRepo)}`, '"repoURL": fork.githubRepo')
     .replace(`"organization": ${JSON.stringify(fork.pulumiOrg)}`, '"organization": fork.pulumiOrg');
   expect(body).not.toContain(fork.githubRepo);
-  return `import { fork } from "../lib/fork";\nimport type { PipelineInput } from "../lib/pipeline/model";\n\nexport const pipeline: PipelineInput = ${body};\n`;
+  return `import { fork } from "../lib/fork";\nimport type { PipelineInput } from "../lib/pipeline/schema";\n\nexport const pipeline: PipelineInput = ${body};\n`;
 }
 
 /** Every file under `dir`, recursively. */

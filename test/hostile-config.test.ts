@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
-import { validatePipeline } from "../lib/pipeline/model";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { planProgram, ProgramError } from "../lib/plan/harness";
 import { planChain, readStackConfig, repoRoot, StackFileError, type ProjectName } from "../lib/plan/projects";
 import { one, planError, planProject } from "./helpers";

@@ -12,15 +12,12 @@ import {
   programWriteActions,
 } from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
-import {
-  approvalKey,
-  approverGroups,
-  freightPaths,
-  githubRepository,
-  promotionTaskSpec,
-  stackManifest,
-} from "../lib/pipeline/derive";
-import { isProtected, validatePipeline, type Pipeline } from "../lib/pipeline/model";
+import { githubRepository } from "../lib/pipeline/names";
+import { approvalKey, freightPaths, promotionTaskSpec } from "../lib/pipeline/promotion";
+import { approverGroups } from "../lib/pipeline/rbac";
+import { stackManifest } from "../lib/pipeline/stack-manifest";
+import { isProtected, type Pipeline } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { renderStacks } from "../lib/pipeline/stacks";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";

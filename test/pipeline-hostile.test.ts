@@ -6,14 +6,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { pipeline as defaultPipeline } from "../kargo/pipeline";
-import { branchProblems, parsePathSelector, selectorMatches } from "../lib/pipeline/checks";
-import { names } from "../lib/pipeline/derive";
-import {
-  PipelineError,
-  validatePipeline,
-  type EnvironmentStage,
-  type PipelineInput,
-} from "../lib/pipeline/model";
+import { branchProblems } from "../lib/pipeline/check-values";
+import { parsePathSelector, selectorMatches } from "../lib/pipeline/selectors";
+import { names } from "../lib/pipeline/names";
+import { PipelineError, type EnvironmentStage, type PipelineInput } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { isGenerated, writeStacks } from "../lib/pipeline/stacks";
 
 type StageInput = PipelineInput["stages"][number];

@@ -10,8 +10,8 @@ import { promisify } from "node:util";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
-import { stackManifestFile } from "../lib/pipeline/derive";
-import { validatePipeline } from "../lib/pipeline/model";
+import { stackManifestFile } from "../lib/pipeline/names";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { projectOrder, repoRoot } from "../lib/plan/projects";
 
 const run = promisify(execFile);

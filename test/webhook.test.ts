@@ -3,8 +3,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
-import { githubRepository, githubWebhookPath } from "../lib/pipeline/derive";
-import { validatePipeline } from "../lib/pipeline/model";
+import { githubRepository } from "../lib/pipeline/names";
+import { githubWebhookPath } from "../lib/pipeline/promotion";
+import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/plan/harness";
 import { kubernetesObjects } from "../lib/plan/output";
 import { checkedHookRanges } from "../kargo/warehouseWebhook";

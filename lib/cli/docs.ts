@@ -3,7 +3,8 @@
 import * as fs from "node:fs";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { README, withDiagram } from "../pipeline/diagram";
-import { PipelineError, validatePipeline } from "../pipeline/model";
+import { PipelineError } from "../pipeline/schema";
+import { validatePipeline } from "../pipeline/validate";
 import { capacityTable, plannedCapacity, withCapacityTable } from "../plan/capacity";
 import { ProgramError } from "../plan/harness";
 import { planChain } from "../plan/projects";

@@ -6,9 +6,12 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { pipeline as definition } from "../../kargo/pipeline";
-import { defaultRepoRoot, stacksDirProblems } from "./checks";
-import { environmentStages, stackManifest, stackManifestFile, stageBranch } from "./derive";
-import { PipelineError, validatePipeline, type Pipeline } from "./model";
+import { defaultRepoRoot, stacksDirProblems } from "./check-repository";
+import { environmentStages } from "./graph";
+import { stackManifestFile, stageBranch } from "./names";
+import { stackManifest } from "./stack-manifest";
+import { PipelineError, type Pipeline } from "./schema";
+import { validatePipeline } from "./validate";
 
 export const repoRoot = defaultRepoRoot;
 

@@ -10,8 +10,10 @@ import {
 } from "../capacity";
 import { readValidationData } from "../crds/schema";
 import { mergeValues, type Values } from "../helmAddon";
-import { environmentStages, stackManifest } from "../pipeline/derive";
-import { stackObjectName, type Pipeline } from "../pipeline/model";
+import { environmentStages } from "../pipeline/graph";
+import { stackManifest } from "../pipeline/stack-manifest";
+import { stackObjectName } from "../pipeline/names";
+import type { Pipeline } from "../pipeline/schema";
 import type { ProgramPlan } from "./harness";
 
 export interface PlannedCapacity {

@@ -4,7 +4,8 @@
 import { clusterSetupConfigSchema } from "../../cluster-setup/config";
 import { pipeline } from "../../kargo/pipeline";
 import { readStackConfig } from "../../lib/plan/projects";
-import { isProtected, validatePipeline } from "../../lib/pipeline/model";
+import { isProtected } from "../../lib/pipeline/schema";
+import { validatePipeline } from "../../lib/pipeline/validate";
 
 const values = Object.fromEntries(
   Object.entries(readStackConfig("cluster-setup").values)
