@@ -5,8 +5,13 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { allocatable, capacity } from "../lib/capacity";
 import { environmentStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { capacityTable, chartDefaults, plannedCapacity, type PlannedCapacity } from "../lib/plan/capacity";
-import { planChain, repoRoot } from "../lib/plan/projects";
+import {
+  capacityTable,
+  chartDefaults,
+  plannedCapacity,
+  type PlannedCapacity,
+} from "../lib/cli/plan/capacity";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import { ofType } from "./helpers";
 
 const pipeline = validatePipeline(definition);

@@ -10,7 +10,7 @@ import { truthy } from "@actions/expressions/result";
 import YAML from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
 import { deployPlan, deployProjects, gitIn, projectPaths, type DeployProject } from "../lib/ci/deploy";
-import { repoRoot } from "../lib/plan/projects";
+import { repoRoot } from "../lib/cli/plan/projects";
 
 const paths = projectPaths(path.join(repoRoot, ".github", "project-paths.yml"));
 const deploy = YAML.parse(fs.readFileSync(path.join(repoRoot, ".github", "workflows", "deploy.yml"), "utf8"));

@@ -9,8 +9,8 @@ import { approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/r
 import { analysisTemplateKinds } from "../lib/pipeline/verification";
 import type { PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { kubernetesObjects } from "../lib/plan/output";
-import { planChain } from "../lib/plan/projects";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain } from "../lib/cli/plan/projects";
 
 type Obj = { kind: string; metadata: Record<string, any>; [k: string]: any };
 const pipeline = validatePipeline(definition);

@@ -12,7 +12,7 @@ import { kargoConfigSchema } from "../kargo/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { README, withDiagram } from "../lib/pipeline/diagram";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { projectOrder, repoRoot } from "../lib/plan/projects";
+import { projectOrder, repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 const validator = path.join(repoRoot, "node_modules", ".bin", "action-validator");

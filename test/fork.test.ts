@@ -13,7 +13,7 @@ import { fork } from "../lib/fork";
 import type { PipelineInput } from "../lib/pipeline/schema";
 import { topologicalOrder } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { repoRoot } from "../lib/plan/projects";
+import { repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 type StageInput = PipelineInput["stages"][number];
@@ -159,7 +159,7 @@ describe("a fork", () => {
 
   it("plans with nothing of this repository's identity left, and its own everywhere", async () => {
     const out = path.join(copy, "plan-out");
-    await node(["lib/plan/cli.ts", "--out", out]);
+    await node(["lib/cli/plan.ts", "--out", out]);
     const planned = filesUnder(out).map((f) => fs.readFileSync(f, "utf8"));
     const stacks = filesUnder(path.join(copy, "stacks")).map((f) => fs.readFileSync(f, "utf8"));
     for (const text of [...planned, ...stacks]) {

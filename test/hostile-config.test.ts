@@ -10,8 +10,14 @@ import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { planProgram, ProgramError } from "../lib/plan/harness";
-import { planChain, readStackConfig, repoRoot, StackFileError, type ProjectName } from "../lib/plan/projects";
+import { planProgram, ProgramError } from "../lib/cli/plan/harness";
+import {
+  planChain,
+  readStackConfig,
+  repoRoot,
+  StackFileError,
+  type ProjectName,
+} from "../lib/cli/plan/projects";
 import { one, planError, planProject } from "./helpers";
 
 type Case = [name: string, overrides: Record<string, unknown>, message: RegExp, secretKeys?: string[]];
@@ -567,7 +573,7 @@ describe("npm run plan with a broken stack file", () => {
     fs.writeFileSync(file, "- cluster:vpcCidr: 10.0.0.0/16\n");
     const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
     const result = await promisify(execFile)(tsx, [
-      path.join(repoRoot, "lib/plan/cli.ts"),
+      path.join(repoRoot, "lib/cli/plan.ts"),
       "--project",
       "cluster",
       "--config",

@@ -19,9 +19,9 @@ import { stackManifest } from "../lib/pipeline/stack-manifest";
 import { isProtected, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { renderStacks } from "../lib/pipeline/stacks";
-import type { ProgramPlan } from "../lib/plan/harness";
-import { kubernetesObjects } from "../lib/plan/output";
-import { planChain, repoRoot } from "../lib/plan/projects";
+import type { ProgramPlan } from "../lib/cli/plan/harness";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import { ofType, one, planProject } from "./helpers";
 
 /** The Cognito groups the pipeline names: every gate's approvers and every destructive-change approver group. */

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
 import { stackManifestFile } from "../lib/pipeline/names";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { projectOrder, repoRoot } from "../lib/plan/projects";
+import { projectOrder, repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 const github = path.join(repoRoot, ".github");

@@ -5,9 +5,9 @@ import { pipeline as definition } from "../../kargo/pipeline";
 import { README, withDiagram } from "../pipeline/diagram";
 import { PipelineError } from "../pipeline/schema";
 import { validatePipeline } from "../pipeline/validate";
-import { capacityTable, plannedCapacity, withCapacityTable } from "../plan/capacity";
-import { ProgramError } from "../plan/harness";
-import { planChain } from "../plan/projects";
+import { capacityTable, plannedCapacity, withCapacityTable } from "./plan/capacity";
+import { ProgramError } from "./plan/harness";
+import { planChain } from "./plan/projects";
 
 export async function writeDocs(): Promise<string[]> {
   const pipeline = validatePipeline(definition);

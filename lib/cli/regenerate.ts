@@ -3,7 +3,7 @@ import { pipeline as definition } from "../../kargo/pipeline";
 import { PipelineError } from "../pipeline/schema";
 import { validatePipeline } from "../pipeline/validate";
 import { writeStacks } from "../pipeline/stacks";
-import { ProgramError } from "../plan/harness";
+import { ProgramError } from "./plan/harness";
 import { writeDocs } from "./docs";
 
 async function main(): Promise<void> {

@@ -3,7 +3,7 @@
 // Prints one JSON document on stdout.
 import { clusterSetupConfigSchema } from "../../cluster-setup/config";
 import { pipeline } from "../../kargo/pipeline";
-import { readStackConfig } from "../../lib/plan/projects";
+import { readStackConfig } from "../../lib/cli/plan/projects";
 import { isProtected } from "../../lib/pipeline/schema";
 import { validatePipeline } from "../../lib/pipeline/validate";
 

@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { checkResources } from "../../policy/offline";
+import { checkResources } from "../../../policy/offline";
 import { diffPlans, type ProjectPlan } from "./diff";
 import { renderDiff, type Format } from "./diff-format";
 import { yamlProgramPlan } from "./diff-program";
