@@ -1,7 +1,8 @@
 // Renders and writes stacks/<stage>.yaml, the PKO Stack manifest template of each environment stage of a
-// pipeline (`npm run stacks`, lib/cli/stacks.ts, hands it kargo/pipeline.ts). Templates only: a promotion copies the one of its stage from the Freight's commit to the
-// stage's branch (stage/<stage>) and sets spec.commit there; nothing ever commits to stacks/ but you.
-// It only ever writes and deletes files it generated itself, in a folder of this repository that is its own.
+// pipeline (`npm run stacks`: lib/cli/stacks.ts hands it kargo/pipeline.ts). Templates only: a promotion
+// copies the one of its stage from the Freight's commit to the stage's branch (stage/<stage>) and sets
+// spec.commit there; nothing ever commits to stacks/ but you. It only ever writes and deletes files it
+// generated itself, in a folder of this repository that is its own.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
