@@ -5,8 +5,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Two workers match the CI machine. Test files share their worker's module state (isolate: false): the
     // Pulumi SDKs load once per worker instead of once per file, and each project's example plan is made once
-    // per worker (lib/plan/projects.ts), which takes the suite from about 60 s to under 30 s. Programs are
-    // still loaded fresh for every plan (lib/plan/harness.ts requireFresh), and no test changes shared state.
+    // per worker (lib/cli/plan/projects.ts), which takes the suite from about 60 s to under 30 s. Programs are
+    // still loaded fresh for every plan (lib/cli/plan/harness.ts requireFresh), and no test changes shared state.
     pool: "forks",
     maxWorkers: 2,
     isolate: false,

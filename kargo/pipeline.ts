@@ -2,7 +2,7 @@
 // policies, approver roles, verification, Argo CD Applications and the stacks/ manifests all derive from it
 // (`npm run stacks` rewrites stacks/ after a change here).
 import { fork } from "../lib/fork";
-import type { PipelineInput } from "../lib/pipeline/model";
+import type { PipelineInput } from "../lib/pipeline/schema";
 
 export const pipeline: PipelineInput = {
   project: "infra",
@@ -14,7 +14,7 @@ export const pipeline: PipelineInput = {
     branch: "main",
     programDir: ".",
     // The promoted program's files. Each environment's Pulumi.<stack>.yaml and stacks/ are added to the
-    // Warehouse too (lib/pipeline/derive.ts freightPaths): a change to any of them passes every gate.
+    // Warehouse too (lib/pipeline/promotion.ts freightPaths): a change to any of them passes every gate.
     includePaths: ["Pulumi.yaml"],
   },
   pulumi: { organization: fork.pulumiOrg, project: "infra-program" },

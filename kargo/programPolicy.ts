@@ -1,4 +1,4 @@
-import type { Pipeline } from "../lib/pipeline/model";
+import type { Pipeline } from "../lib/pipeline/schema";
 
 /**
  * The IAM actions the AWS provider calls for each resource type the promoted program (the root Pulumi.yaml)

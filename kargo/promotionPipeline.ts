@@ -2,21 +2,21 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { argocd, kargo, rollouts } from "../lib/crds";
+import { environmentStages } from "../lib/pipeline/graph";
+import { names } from "../lib/pipeline/names";
 import {
-  analysisTemplateKinds,
-  analysisTemplateSpec,
-  applicationSpec,
-  approverRoles,
-  destructiveChangeApproverRoles,
-  environmentStages,
   githubWebhookPath,
-  names,
   projectConfigSpec,
   promotionTaskSpec,
   stageSpec,
   warehouseSpec,
-} from "../lib/pipeline/derive";
-import { stackObjectName, topologicalOrder, type Pipeline } from "../lib/pipeline/model";
+} from "../lib/pipeline/promotion";
+import { approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
+import { applicationSpec } from "../lib/pipeline/stack-manifest";
+import { analysisTemplateKinds, analysisTemplateSpec } from "../lib/pipeline/verification";
+import { topologicalOrder } from "../lib/pipeline/graph";
+import { stackObjectName } from "../lib/pipeline/names";
+import type { Pipeline } from "../lib/pipeline/schema";
 
 export interface PromotionPipelineArgs {
   provider: k8s.Provider;
@@ -155,7 +155,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // No stage branch is created here: GitHub can only branch from an existing commit, so a branch made at
     // `pulumi up` would start with main's whole tree, workflows included, and the first promotion's git-clear
     // would delete them in a push GitHub refuses without the Workflows permission. Each stage's first
-    // promotion creates its branch instead, as an orphan (lib/pipeline/derive.ts promotionTaskSpec), so it
+    // promotion creates its branch instead, as an orphan (lib/pipeline/promotion.ts promotionTaskSpec), so it
     // only ever holds what Kargo writes. Until then its Application reports a ComparisonError and deploys
     // nothing; it never syncs by itself. The promotion's argocd-update asks for a hard refresh before the
     // sync (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/argocd_updater.go), so Argo CD resolves the

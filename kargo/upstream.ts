@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { environmentStages, stackServiceAccount } from "../lib/pipeline/derive";
-import type { Pipeline } from "../lib/pipeline/model";
+import { environmentStages } from "../lib/pipeline/graph";
+import { stackServiceAccount } from "../lib/pipeline/stack-manifest";
+import type { Pipeline } from "../lib/pipeline/schema";
 
 /** An identity cluster-setup made for PKO stacks: a ServiceAccount and the IAM role it assumes. */
 export interface StackIdentity {

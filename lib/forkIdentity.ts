@@ -1,8 +1,8 @@
 // The rules a fork's identity (lib/fork.ts) must follow, taken from the programs that use each value, and the
 // file itself rendered from values: `npm run personalize` checks with these and nothing else.
 import { fork } from "./fork";
-import { githubRepository } from "./pipeline/derive";
-import { pipelineSchema } from "./pipeline/model";
+import { githubRepository } from "./pipeline/names";
+import { pipelineSchema } from "./pipeline/schema";
 
 export type ForkIdentity = typeof fork;
 

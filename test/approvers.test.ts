@@ -10,10 +10,10 @@
 // whose status the API server ignores (the Freight CRD has a status subresource).
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { environmentStages, isGate } from "../lib/pipeline/derive";
-import { validatePipeline } from "../lib/pipeline/model";
-import { kubernetesObjects } from "../lib/plan/output";
-import { planChain } from "../lib/plan/projects";
+import { environmentStages, isGate } from "../lib/pipeline/graph";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain } from "../lib/cli/plan/projects";
 
 type Rule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
 type Obj = {

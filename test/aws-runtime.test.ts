@@ -9,9 +9,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { iamRoleOf, sameIamRole } from "../cluster/identity";
 import { defaultDomainPrefix } from "../cluster-setup/config";
 import { KARGO_CLI_CALLBACK_PORT } from "../kargo/kargoInstall";
-import { ProgramError, planProgram, type ProgramPlan } from "../lib/plan/harness";
-import { PLAN_ACCOUNT_ID, PLAN_DEPLOYER_ROLE, PlanMocks, type UpstreamStack } from "../lib/plan/mocks";
-import { planChain, readStackConfig, repoRoot } from "../lib/plan/projects";
+import { ProgramError, planProgram, type ProgramPlan } from "../lib/cli/plan/harness";
+import { PLAN_ACCOUNT_ID, PLAN_DEPLOYER_ROLE, PlanMocks, type UpstreamStack } from "../lib/cli/plan/mocks";
+import { planChain, readStackConfig, repoRoot } from "../lib/cli/plan/projects";
 import { ofType, one, planError, planProject } from "./helpers";
 
 /** Plans kargo against cluster-setup outputs changed by `change`, as a real upstream stack could hold them. */

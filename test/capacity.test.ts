@@ -3,10 +3,15 @@ import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { allocatable, capacity } from "../lib/capacity";
-import { environmentStages } from "../lib/pipeline/derive";
-import { validatePipeline } from "../lib/pipeline/model";
-import { capacityTable, chartDefaults, plannedCapacity, type PlannedCapacity } from "../lib/plan/capacity";
-import { planChain, repoRoot } from "../lib/plan/projects";
+import { environmentStages } from "../lib/pipeline/graph";
+import { validatePipeline } from "../lib/pipeline/validate";
+import {
+  capacityTable,
+  chartDefaults,
+  plannedCapacity,
+  type PlannedCapacity,
+} from "../lib/cli/plan/capacity";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import { ofType } from "./helpers";
 
 const pipeline = validatePipeline(definition);

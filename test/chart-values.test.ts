@@ -1,7 +1,7 @@
 import Ajv from "ajv";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ProgramPlan } from "../lib/plan/harness";
-import { planChain } from "../lib/plan/projects";
+import type { ProgramPlan } from "../lib/cli/plan/harness";
+import { planChain } from "../lib/cli/plan/projects";
 import { validationData } from "./crds-support";
 import { one } from "./helpers";
 

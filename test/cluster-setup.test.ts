@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
-import { validatePipeline } from "../lib/pipeline/model";
-import type { ProgramPlan } from "../lib/plan/harness";
-import { kubernetesObjects } from "../lib/plan/output";
-import { planChain, readStackConfig } from "../lib/plan/projects";
+import { validatePipeline } from "../lib/pipeline/validate";
+import type { ProgramPlan } from "../lib/cli/plan/harness";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain, readStackConfig } from "../lib/cli/plan/projects";
 import { ofType, one, planProject } from "./helpers";
 
 type Values = Record<string, Record<string, unknown>>;

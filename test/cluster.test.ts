@@ -2,8 +2,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ProgramPlan } from "../lib/plan/harness";
-import { readStackConfig, repoRoot } from "../lib/plan/projects";
+import type { ProgramPlan } from "../lib/cli/plan/harness";
+import { readStackConfig, repoRoot } from "../lib/cli/plan/projects";
 import { ofType, one, planProject } from "./helpers";
 
 describe("cluster project", () => {

@@ -1,11 +1,11 @@
-// The README's idle-cost table, recomputed from what the plan creates by the cost model (lib/plan/costs.ts,
+// The README's idle-cost table, recomputed from what the plan creates by the cost model (lib/cli/plan/costs.ts,
 // also behind the cost heading of `npm run plan -- --diff`): when node sizing, log types, NAT or the load
 // balancer change, this fails until the README says what the platform really costs.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { cents, monthlyCost, type CostItem as Item } from "../lib/plan/costs";
-import { planChain, repoRoot } from "../lib/plan/projects";
+import { cents, monthlyCost, type CostItem as Item } from "../lib/cli/plan/costs";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 
 /** The rows of the README table between the cost-table markers, as (item, amount). */
 function readmeCostTable(): { rows: Item[]; total: number } {

@@ -1,6 +1,6 @@
 import { findCrdsDir, readValidationData } from "../lib/crds/schema";
 import { createValidator, type Validator } from "../lib/crds/validate";
-import { repoRoot } from "../lib/plan/projects";
+import { repoRoot } from "../lib/cli/plan/projects";
 
 /**
  * The upstream files, where this clone has them (`../shared/crds`, `CRDS_DIR` or `.crds/`). Validation never

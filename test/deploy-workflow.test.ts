@@ -1,5 +1,5 @@
 // The deploy workflow never skips a change on main and never deploys on a base that failed: the rule in
-// lib/ci/deploy.ts against a real git repository, and the jobs' `if` conditions evaluated by GitHub's own
+// lib/cli/deploy.ts against a real git repository, and the jobs' `if` conditions evaluated by GitHub's own
 // expression engine (@actions/expressions, from actions/languageservices) for every outcome of the jobs before.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -9,8 +9,8 @@ import { Evaluator, Lexer, Parser, data } from "@actions/expressions";
 import { truthy } from "@actions/expressions/result";
 import YAML from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
-import { deployPlan, deployProjects, gitIn, projectPaths, type DeployProject } from "../lib/ci/deploy";
-import { repoRoot } from "../lib/plan/projects";
+import { deployPlan, deployProjects, gitIn, projectPaths, type DeployProject } from "../lib/cli/deploy";
+import { repoRoot } from "../lib/cli/plan/projects";
 
 const paths = projectPaths(path.join(repoRoot, ".github", "project-paths.yml"));
 const deploy = YAML.parse(fs.readFileSync(path.join(repoRoot, ".github", "workflows", "deploy.yml"), "utf8"));
@@ -70,7 +70,7 @@ describe("which projects a deploy run deploys", () => {
 
   it("deploys every project when shared code changed", () => {
     const base = git("rev-parse", "HEAD");
-    const head = commit("lib/pipeline/model.ts");
+    const head = commit("lib/pipeline/schema.ts");
     expect(deployed(planAt(head, [base]))).toEqual([...deployProjects]);
   });
 
@@ -101,7 +101,7 @@ describe("which projects a deploy run deploys", () => {
     const changes = deploy.jobs.changes;
     const checkout = changes.steps.find((s: { uses?: string }) => s.uses?.startsWith("actions/checkout@"));
     expect(checkout.with["fetch-depth"]).toBe(0);
-    expect(changes.steps.map((s: { run?: string }) => s.run)).toContain("npx tsx lib/ci/deploy.ts");
+    expect(changes.steps.map((s: { run?: string }) => s.run)).toContain("npx tsx lib/cli/deploy.ts");
     expect(changes.permissions).toEqual({ contents: "read", actions: "read" });
     for (const project of deployProjects)
       expect(changes.outputs[project]).toBe(`\${{ steps.plan.outputs.${project} }}`);

@@ -3,19 +3,14 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
-import {
-  analysisTemplateKinds,
-  approverGroups,
-  approverRoles,
-  destructiveChangeApproverRoles,
-  environmentStages,
-  freightLinks,
-  stageLinks,
-  stageSpec,
-} from "../lib/pipeline/derive";
-import { validatePipeline, type PipelineInput } from "../lib/pipeline/model";
-import { kubernetesObjects } from "../lib/plan/output";
-import { planChain } from "../lib/plan/projects";
+import { environmentStages } from "../lib/pipeline/graph";
+import { freightLinks, stageLinks, stageSpec } from "../lib/pipeline/promotion";
+import { approverGroups, approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
+import { analysisTemplateKinds } from "../lib/pipeline/verification";
+import type { PipelineInput } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain } from "../lib/cli/plan/projects";
 
 type Obj = { kind: string; metadata: Record<string, any>; [k: string]: any };
 const pipeline = validatePipeline(definition);

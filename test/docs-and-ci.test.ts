@@ -11,8 +11,8 @@ import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { kargoConfigSchema } from "../kargo/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { README, withDiagram } from "../lib/pipeline/diagram";
-import { validatePipeline } from "../lib/pipeline/model";
-import { projectOrder, repoRoot } from "../lib/plan/projects";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { projectOrder, repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 const validator = path.join(repoRoot, "node_modules", ".bin", "action-validator");

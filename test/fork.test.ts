@@ -10,9 +10,10 @@ import YAML from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
-import type { PipelineInput } from "../lib/pipeline/model";
-import { topologicalOrder, validatePipeline } from "../lib/pipeline/model";
-import { repoRoot } from "../lib/plan/projects";
+import type { PipelineInput } from "../lib/pipeline/schema";
+import { topologicalOrder } from "../lib/pipeline/graph";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 type StageInput = PipelineInput["stages"][number];
@@ -93,7 +94,7 @@ function pipelineSource(p: PipelineInput): string {
     .replace(`"repoURL": ${JSON.stringify(fork.githubRepo)}`, '"repoURL": fork.githubRepo')
     .replace(`"organization": ${JSON.stringify(fork.pulumiOrg)}`, '"organization": fork.pulumiOrg');
   expect(body).not.toContain(fork.githubRepo);
-  return `import { fork } from "../lib/fork";\nimport type { PipelineInput } from "../lib/pipeline/model";\n\nexport const pipeline: PipelineInput = ${body};\n`;
+  return `import { fork } from "../lib/fork";\nimport type { PipelineInput } from "../lib/pipeline/schema";\n\nexport const pipeline: PipelineInput = ${body};\n`;
 }
 
 /** Every file under `dir`, recursively. */
@@ -158,7 +159,7 @@ describe("a fork", () => {
 
   it("plans with nothing of this repository's identity left, and its own everywhere", async () => {
     const out = path.join(copy, "plan-out");
-    await node(["lib/plan/cli.ts", "--out", out]);
+    await node(["lib/cli/plan.ts", "--out", out]);
     const planned = filesUnder(out).map((f) => fs.readFileSync(f, "utf8"));
     const stacks = filesUnder(path.join(copy, "stacks")).map((f) => fs.readFileSync(f, "utf8"));
     for (const text of [...planned, ...stacks]) {

@@ -71,7 +71,7 @@ function report(stream: string) {
 
 const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "engines-plan-"));
 try {
-  const plan = spawnSync(process.execPath, ["--import", "tsx", "lib/plan/cli.ts", "--out", planDir], {
+  const plan = spawnSync(process.execPath, ["--import", "tsx", "lib/cli/plan.ts", "--out", planDir], {
     cwd: root,
     encoding: "utf8",
   });

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
-import { ProgramError, type PlannedResource, type ProgramPlan } from "../lib/plan/harness";
-import { planChain, type ProjectName } from "../lib/plan/projects";
+import { ProgramError, type PlannedResource, type ProgramPlan } from "../lib/cli/plan/harness";
+import { planChain, type ProjectName } from "../lib/cli/plan/projects";
 
 /** Plans `project` (and the projects before it, for its StackReferences) with config overrides. */
 export async function planProject(

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { askIdentity, applyIdentity, personalize, type PersonalizeIO } from "../lib/cli/personalize";
 import { fork } from "../lib/fork";
 import { identityFields, renderFork } from "../lib/forkIdentity";
-import { repoRoot } from "../lib/plan/projects";
+import { repoRoot } from "../lib/cli/plan/projects";
 
 /** The files personalize rewrites itself, copied to a folder of their own. */
 const identityFiles = ["lib/fork.ts", "cluster-setup/Pulumi.example.yaml", "kargo/Pulumi.example.yaml"];

@@ -3,7 +3,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { pipeline as defaultPipeline } from "../kargo/pipeline";
-import { validatePipeline, type PipelineInput } from "../lib/pipeline/model";
+import type { PipelineInput } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { planError } from "./helpers";
 
 type StageInput = PipelineInput["stages"][number];

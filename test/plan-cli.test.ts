@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PLACEHOLDER_SECRET, projectOrder, repoRoot } from "../lib/plan/projects";
+import { PLACEHOLDER_SECRET, projectOrder, repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
@@ -13,7 +13,7 @@ const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
 /** Runs `npm run plan -- ARGS` the way a user would (through tsx), returning its exit code and output. */
 async function plan(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(tsx, [path.join(repoRoot, "lib/plan/cli.ts"), ...args], {
+    const { stdout, stderr } = await run(tsx, [path.join(repoRoot, "lib/cli/plan.ts"), ...args], {
       cwd: repoRoot,
     });
     return { code: 0, stdout, stderr };

@@ -3,11 +3,11 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { diffPlans, changeTree, propertyChanges, type ProjectPlan } from "../lib/plan/diff";
-import { renderDiff, type DiffReport } from "../lib/plan/diff-format";
-import { canonicalType, yamlProgramPlan } from "../lib/plan/diff-program";
-import { reviewSummary } from "../lib/plan/diff-summary";
-import { planChain, repoRoot } from "../lib/plan/projects";
+import { diffPlans, changeTree, propertyChanges, type ProjectPlan } from "../lib/cli/plan/diff";
+import { renderDiff, type DiffReport } from "../lib/cli/plan/diff-format";
+import { canonicalType, yamlProgramPlan } from "../lib/cli/plan/diff-program";
+import { reviewSummary } from "../lib/cli/plan/diff-summary";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 
 const NODES = "eks:index:ManagedNodeGroup";
 let base: ProjectPlan[];

@@ -12,18 +12,18 @@ import YAML from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
 import { WEBHOOKS_LISTENER_PORT } from "../kargo/warehouseWebhook";
-import { price } from "../lib/plan/costs";
-import type { ChangeNode, ResourceChange } from "../lib/plan/diff";
-import type { PolicyViolation } from "../lib/plan/diff-format";
-import type { ReviewSummary } from "../lib/plan/diff-summary";
-import { repoRoot } from "../lib/plan/projects";
+import { price } from "../lib/cli/plan/costs";
+import type { ChangeNode, ResourceChange } from "../lib/cli/plan/diff";
+import type { PolicyViolation } from "../lib/cli/plan/diff-format";
+import type { ReviewSummary } from "../lib/cli/plan/diff-summary";
+import { repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
 
 async function plan(cwd: string, ...args: string[]) {
   try {
-    const { stdout, stderr } = await run(tsx, ["lib/plan/cli.ts", ...args], { cwd, maxBuffer: 64 << 20 });
+    const { stdout, stderr } = await run(tsx, ["lib/cli/plan.ts", ...args], { cwd, maxBuffer: 64 << 20 });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import * as path from "node:path";
-import { repoRoot } from "../lib/plan/projects";
+import { repoRoot } from "../lib/cli/plan/projects";
 import type { PlannedResource } from "../policy/offline";
 
 // The gRPC and protobuf modules the generated clients were built with, so that their instanceof checks hold.

@@ -8,9 +8,9 @@ import YAML from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkResources, type PlannedResource } from "../policy/offline";
 import { PUBLIC_LISTENER_PORTS, policies } from "../policy/policies";
-import type { ProjectPlan } from "../lib/plan/diff";
-import { yamlProgramPlan } from "../lib/plan/diff-program";
-import { planChain, repoRoot } from "../lib/plan/projects";
+import type { ProjectPlan } from "../lib/cli/plan/diff";
+import { yamlProgramPlan } from "../lib/cli/plan/diff-program";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import { MANDATORY, startPolicyServer, type PolicyServer } from "./policy-server";
 
 let planned: PlannedResource[];

@@ -10,9 +10,9 @@ import { promisify } from "node:util";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
-import { stackManifestFile } from "../lib/pipeline/derive";
-import { validatePipeline } from "../lib/pipeline/model";
-import { projectOrder, repoRoot } from "../lib/plan/projects";
+import { stackManifestFile } from "../lib/pipeline/names";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { projectOrder, repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
 const github = path.join(repoRoot, ".github");

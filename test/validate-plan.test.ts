@@ -3,8 +3,8 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../lib/crds/validate";
-import { kubernetesObjects } from "../lib/plan/output";
-import { planChain, repoRoot } from "../lib/plan/projects";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import { getValidator } from "./crds-support";
 
 /** Built-in API groups: no CRD describes them, so they get the name and namespace checks only. */

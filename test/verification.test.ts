@@ -3,14 +3,11 @@
 // against a Pulumi Cloud stand-in (`npm run test:engines`).
 import { expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import {
-  analysisTemplateSpec,
-  environmentStages,
-  pulumiApiUrl,
-  stageSpec,
-  type AnalysisTemplateKind,
-} from "../lib/pipeline/derive";
-import { PULUMI_CLOUD_API, validatePipeline } from "../lib/pipeline/model";
+import { environmentStages } from "../lib/pipeline/graph";
+import { stageSpec } from "../lib/pipeline/promotion";
+import { analysisTemplateSpec, pulumiApiUrl, type AnalysisTemplateKind } from "../lib/pipeline/verification";
+import { PULUMI_CLOUD_API } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
 
 const pipeline = validatePipeline(definition);
 const kinds: AnalysisTemplateKind[] = ["update", "preview", "protectedPreview"];

@@ -3,14 +3,15 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
-import { githubRepository, githubWebhookPath } from "../lib/pipeline/derive";
-import { validatePipeline } from "../lib/pipeline/model";
-import type { ProgramPlan } from "../lib/plan/harness";
-import { kubernetesObjects } from "../lib/plan/output";
+import { githubRepository } from "../lib/pipeline/names";
+import { githubWebhookPath } from "../lib/pipeline/promotion";
+import { validatePipeline } from "../lib/pipeline/validate";
+import type { ProgramPlan } from "../lib/cli/plan/harness";
+import { kubernetesObjects } from "../lib/cli/plan/output";
 import { checkedHookRanges } from "../kargo/warehouseWebhook";
 import { ConfigError } from "../lib/config";
-import { GITHUB_HOOKS_IPV4 } from "../lib/plan/mocks";
-import { planChain } from "../lib/plan/projects";
+import { GITHUB_HOOKS_IPV4 } from "../lib/cli/plan/mocks";
+import { planChain } from "../lib/cli/plan/projects";
 import { one, ofType, planProject } from "./helpers";
 
 type Obj = { kind: string; metadata: Record<string, any>; spec?: any; [k: string]: any };

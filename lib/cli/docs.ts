@@ -1,14 +1,15 @@
 // `npm run docs`: redraws what README.md shows of kargo/pipeline.ts and the plan: the pipeline diagram, the
 // capacity table (this pipeline's workspaces beside the planned platform on the planned nodes) and the
-// idle-cost table (lib/plan/costs.ts over every planned resource).
+// idle-cost table (lib/cli/plan/costs.ts over every planned resource).
 import * as fs from "node:fs";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { README, withDiagram } from "../pipeline/diagram";
-import { PipelineError, validatePipeline } from "../pipeline/model";
-import { capacityTable, plannedCapacity, withCapacityTable } from "../plan/capacity";
-import { monthlyCost, withCostTable } from "../plan/costs";
-import { ProgramError } from "../plan/harness";
-import { planChain } from "../plan/projects";
+import { PipelineError } from "../pipeline/schema";
+import { validatePipeline } from "../pipeline/validate";
+import { capacityTable, plannedCapacity, withCapacityTable } from "./plan/capacity";
+import { monthlyCost, withCostTable } from "./plan/costs";
+import { ProgramError } from "./plan/harness";
+import { planChain } from "./plan/projects";
 
 export async function writeDocs(): Promise<string[]> {
   const pipeline = validatePipeline(definition);

@@ -1,8 +1,9 @@
 // `npm run stacks` and `npm run docs` in one process (one start of the SDKs instead of two), for personalize.
 import { pipeline as definition } from "../../kargo/pipeline";
-import { PipelineError, validatePipeline } from "../pipeline/model";
+import { PipelineError } from "../pipeline/schema";
+import { validatePipeline } from "../pipeline/validate";
 import { writeStacks } from "../pipeline/stacks";
-import { ProgramError } from "../plan/harness";
+import { ProgramError } from "./plan/harness";
 import { writeDocs } from "./docs";
 
 async function main(): Promise<void> {

@@ -1,7 +1,9 @@
 // The pipeline diagram README.md shows, drawn from a pipeline (`npm run docs`, lib/cli/docs.ts, writes it).
 import * as path from "node:path";
-import { freightPaths, stageBranch } from "./derive";
-import { topologicalOrder, upstreamOf, type Pipeline } from "./model";
+import { stageBranch } from "./names";
+import { freightPaths } from "./promotion";
+import { topologicalOrder, upstreamOf } from "./graph";
+import type { Pipeline } from "./schema";
 
 const id = (name: string) => name.replace(/[^A-Za-z0-9]/g, "_");
 

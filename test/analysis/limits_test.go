@@ -22,7 +22,7 @@ func TestWhatNoConditionDecides(t *testing.T) {
 		// A 2xx body that is not JSON is Successful without any condition being evaluated
 		// (argo-rollouts v1.9.0 metricproviders/webmetric/webmetric.go, parseResponse; argoproj/argo-rollouts
 		// #4535, fixed on master by #4770, in no release up to v1.10.0-rc1). Only Pulumi Cloud's own host
-		// (pulumi.apiUrl / pulumi.selfHostedApiUrl, checks.ts) and TLS verification stand between
+		// (pulumi.apiUrl / pulumi.selfHostedApiUrl, lib/pipeline/check-values.ts) and TLS verification stand between
 		// verification and such a page.
 		t.Run(tpl.GetName()+"/a 200 HTML page passes Rollouts v1.9.0", func(t *testing.T) {
 			t.Parallel()

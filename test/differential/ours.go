@@ -37,7 +37,7 @@ type output struct {
 	} `json:"branches"`
 }
 
-// ours runs lib/pipeline/checks.ts over every input in one Node process.
+// ours runs lib/pipeline/selectors.ts and check-values.ts over every input in one Node process.
 func ours(t *testing.T, in input) output {
 	t.Helper()
 	raw, err := json.Marshal(in)

@@ -1,13 +1,13 @@
 // The pipeline library's verdicts for the differential tests (test/differential/*_test.go): reads
 // {selectors, regexps, files, branches} from the JSON file it is given and writes what our checks decide.
 import * as fs from "node:fs";
+import { branchProblems } from "../../lib/pipeline/check-values";
 import {
-  branchProblems,
   compileGoRegexp,
   parsePathSelector,
   selectorMatches,
   unsupportedGlob,
-} from "../../lib/pipeline/checks";
+} from "../../lib/pipeline/selectors";
 
 interface Input {
   selectors: string[];

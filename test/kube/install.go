@@ -233,7 +233,7 @@ func condition(o *unstructured.Unstructured, kind string) string {
 	return ""
 }
 
-// redacted is what the offline plan writes for a secret value (lib/plan/harness.ts SECRET).
+// redacted is what the offline plan writes for a secret value (lib/cli/plan/harness.ts SECRET).
 const redacted = "[secret]"
 
 // unredacted gives a Secret whose data the plan redacted as a whole (the plan does not say which keys it

@@ -3,8 +3,9 @@
 // Prints one JSON document on stdout.
 import { clusterSetupConfigSchema } from "../../cluster-setup/config";
 import { pipeline } from "../../kargo/pipeline";
-import { readStackConfig } from "../../lib/plan/projects";
-import { isProtected, validatePipeline } from "../../lib/pipeline/model";
+import { readStackConfig } from "../../lib/cli/plan/projects";
+import { isProtected } from "../../lib/pipeline/schema";
+import { validatePipeline } from "../../lib/pipeline/validate";
 
 const values = Object.fromEntries(
   Object.entries(readStackConfig("cluster-setup").values)

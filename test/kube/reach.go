@@ -1,10 +1,8 @@
 package kube
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -12,53 +10,6 @@ import (
 
 	"infra-change-platform/test/internal/plan"
 )
-
-// intent is what test/kube/intent.ts prints: the pipeline as the programs read it and the stack identities'
-// config as the offline plan configures cluster-setup.
-type intent struct {
-	Pipeline struct {
-		Project      string `json:"project"`
-		Environments map[string]struct {
-			DestructiveChangeApprovers []string `json:"destructiveChangeApprovers"`
-		} `json:"environments"`
-		Stages []struct {
-			Name        string   `json:"name"`
-			Kind        string   `json:"kind"`
-			Environment string   `json:"environment"`
-			Approvers   []string `json:"approvers"`
-		} `json:"stages"`
-	} `json:"pipeline"`
-	ProtectedEnvironments []string `json:"protectedEnvironments"`
-	Stacks                struct {
-		Namespace      string   `json:"namespace"`
-		ServiceAccount string   `json:"serviceAccount"`
-		Environments   []string `json:"environments"`
-		RBACScope      string   `json:"rbacScope"`
-		RBACRules      []struct {
-			APIGroups     []string `json:"apiGroups"`
-			Resources     []string `json:"resources"`
-			Verbs         []string `json:"verbs"`
-			ResourceNames []string `json:"resourceNames"`
-		} `json:"rbacRules"`
-	} `json:"stacks"`
-}
-
-func readIntent(t testing.TB) intent {
-	t.Helper()
-	cmd := exec.Command("npx", "--no-install", "tsx", "test/kube/intent.ts")
-	cmd.Dir = plan.RepoRoot()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("test/kube/intent.ts: %v\n%s", err, stderr.String())
-	}
-	var in intent
-	if err := json.Unmarshal(out, &in); err != nil {
-		t.Fatalf("test/kube/intent.ts: %v", err)
-	}
-	return in
-}
 
 // subject is one Kubernetes identity the authorizer is asked about.
 type subject struct {

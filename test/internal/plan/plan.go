@@ -84,7 +84,7 @@ func Dir(t testing.TB) string {
 			loadErr = err
 			return
 		}
-		cmd := exec.Command(Node(), "--import", "tsx", "lib/plan/cli.ts", "--out", out)
+		cmd := exec.Command(Node(), "--import", "tsx", "lib/cli/plan.ts", "--out", out)
 		cmd.Dir = RepoRoot()
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr

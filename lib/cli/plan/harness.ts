@@ -184,7 +184,7 @@ function requireFresh(entry: string): unknown {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- tsx's CommonJS hook has no ESM entry
     (require("tsx/cjs/api") as { register(): void }).register();
   }
-  const repoRoot = path.resolve(__dirname, "..", "..");
+  const repoRoot = path.resolve(__dirname, "..", "..", "..");
   for (const file of Object.keys(require.cache)) {
     if (file.startsWith(repoRoot) && !file.includes(`${path.sep}node_modules${path.sep}`))
       delete require.cache[file];

@@ -1,13 +1,13 @@
 // `npm run plan [-- --out DIR] [--project NAME] [--config FILE] [--resource NAME]`: the three programs under
-// the mock runtime. `--diff REF [--format text|markdown|json]`: what changes from REF (lib/plan/diff-run.ts).
+// the mock runtime. `--diff REF [--format text|markdown|json]`: what changes from REF (lib/cli/plan/diff-run.ts).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { BadRefError, BasePlanError, planDiff } from "./diff-run";
-import { formats, type Format } from "./diff-format";
-import { ProgramError } from "./harness";
-import { describeResource, summarize, writePlan } from "./output";
-import { planChain, projectOrder, type ProjectName } from "./projects";
+import { BadRefError, BasePlanError, planDiff } from "./plan/diff-run";
+import { formats, type Format } from "./plan/diff-format";
+import { ProgramError } from "./plan/harness";
+import { describeResource, summarize, writePlan } from "./plan/output";
+import { planChain, projectOrder, type ProjectName } from "./plan/projects";
 
 const usage = `usage: npm run plan -- [--out DIR] [--project ${projectOrder.join("|")}] [--config FILE] [--resource NAME] [--diff REF [--format ${formats.join("|")}]]`;
 

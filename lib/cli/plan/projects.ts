@@ -4,7 +4,7 @@ import YAML from "yaml";
 import { planProgram, type ProgramPlan } from "./harness";
 import type { UpstreamStack } from "./mocks";
 
-export const repoRoot = path.resolve(__dirname, "..", "..");
+export const repoRoot = path.resolve(__dirname, "..", "..", "..");
 
 /** The chained projects in deployment order; each reads the one before it through a StackReference. */
 export const projectOrder = ["cluster", "cluster-setup", "kargo"] as const;

@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { checkResources } from "../../policy/offline";
+import { checkResources } from "../../../policy/offline";
 import { diffPlans, type ProjectPlan } from "./diff";
 import { renderDiff, type Format } from "./diff-format";
 import { yamlProgramPlan } from "./diff-program";
@@ -61,7 +61,12 @@ async function planRef(
     const modules = path.join(tree, "node_modules");
     if (!fs.existsSync(modules))
       fs.symlinkSync(fs.realpathSync(path.join(repoRoot, "node_modules")), modules);
-    const args = [path.join(tree, "lib", "plan", "cli.ts"), "--out", out];
+    // The base plans with its own CLI: lib/cli/plan.ts, or lib/plan/cli.ts in commits from before it moved.
+    const cli = [path.join(tree, "lib", "cli", "plan.ts"), path.join(tree, "lib", "plan", "cli.ts")].find(
+      (f) => fs.existsSync(f),
+    );
+    if (!cli) throw new BasePlanError(`plan of ${request.ref} failed: it has no lib/cli/plan.ts`);
+    const args = [cli, "--out", out];
     if (request.project) args.push("--project", request.project);
     if (request.configFile)
       args.push("--config", path.join(tree, path.relative(repoRoot, request.configFile)));

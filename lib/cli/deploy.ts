@@ -1,4 +1,4 @@
-// `npx tsx lib/ci/deploy.ts` in .github/workflows/deploy.yml: which projects a run on main must deploy.
+// `npx tsx lib/cli/deploy.ts` in .github/workflows/deploy.yml: which projects a run on main must deploy.
 //
 // A run compares HEAD with the commit of the last deploy run that succeeded, not with the push's
 // `github.event.before`: GitHub cancels a pending run when a newer one joins the concurrency group

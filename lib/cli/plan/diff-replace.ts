@@ -2,7 +2,12 @@
 // (its Diff call answers with `replaces`), which needs the provider plugin; offline we keep, per type, the
 // inputs the providers mark as forcing a new resource. A short list on purpose: the resources this platform
 // declares, and the inputs a pull request plausibly changes. An input missing here shows as an update.
-import type { PropertyChange } from "./diff";
+/** An input that differs; `before`/`after` are undefined where the input is absent. */
+export interface PropertyChange {
+  path: string;
+  before?: unknown;
+  after?: unknown;
+}
 
 /**
  * Inputs that force replacement, by type. AWS resources: the attributes marked `ForceNew: true` in

@@ -7,11 +7,13 @@ import {
   platformPods,
   type CapacityReport,
   type PodGroup,
-} from "../capacity";
-import { readValidationData } from "../crds/schema";
-import { mergeValues, type Values } from "../helmAddon";
-import { environmentStages, stackManifest } from "../pipeline/derive";
-import { stackObjectName, type Pipeline } from "../pipeline/model";
+} from "../../capacity";
+import { readValidationData } from "../../crds/schema";
+import { mergeValues, type Values } from "../../helmAddon";
+import { environmentStages } from "../../pipeline/graph";
+import { stackManifest } from "../../pipeline/stack-manifest";
+import { stackObjectName } from "../../pipeline/names";
+import type { Pipeline } from "../../pipeline/schema";
 import type { ProgramPlan } from "./harness";
 
 export interface PlannedCapacity {

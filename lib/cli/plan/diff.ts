@@ -1,7 +1,7 @@
 // The change between two offline plans (`npm run plan -- --diff <ref>`): which resources each project adds,
 // removes, replaces or updates, and which inputs change. Pure functions over two sets of resources.json, so
 // the diff of any two commits is computed the same way, and tested without git or a program run.
-import { replaceReasons } from "./diff-replace";
+import { replaceReasons, type PropertyChange } from "./diff-replace";
 
 /** One resource as `npm run plan -- --out` writes it to resources.json. */
 export interface PlanResource {
@@ -25,12 +25,7 @@ export interface ProjectPlan {
 
 export type ChangeKind = "add" | "remove" | "replace" | "update";
 
-/** An input that differs; `before`/`after` are undefined where the input is absent. */
-export interface PropertyChange {
-  path: string;
-  before?: unknown;
-  after?: unknown;
-}
+export type { PropertyChange };
 
 export interface ResourceChange {
   kind: ChangeKind;

@@ -1,0 +1,221 @@
+// Checks of what the definition points at in the repository on disk: the promoted program's folder, the
+// stacks folder `npm run stacks` writes to (symlinks resolved, never a folder that belongs to something
+// else), each environment's Pulumi.<stack>.yaml, and excludes that would hide a file a stage runs.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
+import { stackConfigProblems } from "./check-values";
+import { environmentStages } from "./graph";
+import { stackConfigFile, stackManifestFile } from "./names";
+import type { Pipeline } from "./schema";
+import { parsePathSelector, selectorMatches } from "./selectors";
+
+/** The repository this file lives in: the only place `programDir` and `stacks.dir` may point. */
+export const defaultRepoRoot = path.resolve(__dirname, "..", "..");
+
+/**
+ * Top-level folders the repository uses for something else: the platform's Pulumi projects, shared code,
+ * tests, CI and tooling. The stacks directory may be none of them nor inside one.
+ */
+export const RESERVED_FOLDERS = [
+  "cluster",
+  "cluster-setup",
+  "kargo",
+  "lib",
+  "test",
+  ".github",
+  ".ci",
+  ".git",
+  "node_modules",
+] as const;
+
+/**
+ * What a stage runs, as files on the branch the Warehouse watches: the program's Pulumi.yaml, each
+ * environment's Pulumi.<stack>.yaml and each stage's Stack template. Promotions write none of them (they push
+ * only to stage/<stage>); a change to any must become Freight and pass the gates.
+ */
+export function stageInputPaths(p: Pipeline): string[] {
+  const dir = path.posix.normalize(p.stacks.dir);
+  return [
+    path.posix.join(p.source.programDir, "Pulumi.yaml"),
+    ...Object.keys(p.environments).map((env) => stackConfigFile(p, env)),
+    ...p.stages.filter((s) => s.kind !== "gate").map((s) => path.posix.join(dir, stackManifestFile(s.name))),
+  ];
+}
+
+export function sourcePathProblems(p: Pipeline): string[] {
+  const problems: string[] = [];
+  const parse = (field: "includePaths" | "excludePaths") =>
+    p.source[field].map((selector, i) => {
+      const parsed = parsePathSelector(selector);
+      if (typeof parsed === "string")
+        problems.push(
+          `source.${field}[${i}]: ${parsed}; allowed: a path (the folder or file and everything under it), "glob:<doublestar glob>" or "regex:<Go regular expression>"`,
+        );
+      return typeof parsed === "string" ? undefined : { selector, parsed };
+    });
+  parse("includePaths");
+  const excludes = parse("excludePaths");
+  for (const [index, exclude] of excludes.entries()) {
+    const hidden = exclude && stageInputPaths(p).find((file) => selectorMatches(exclude.parsed, file));
+    if (hidden) {
+      problems.push(
+        `source.excludePaths[${index}]: "${exclude.selector}" excludes ${hidden}, which a stage runs: a change to it would reach the stages without passing the gates; exclude only files no stage uses`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** Top-level keys of a Pulumi stack settings file (pulumi/pulumi sdk/go/common/workspace/project.go, ProjectStack). */
+const stackFileKeys = ["config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt"];
+
+/**
+ * An environment's config: `Pulumi.<pulumiStack>.yaml` beside the promoted program, which the same Freight
+ * moves. It must exist (PKO runs the stack with whatever it holds), be a stack settings file, and hold
+ * config {@link stackConfigProblems} accepts.
+ */
+export function stackConfigFileProblems(p: Pipeline, environment: string, repoRoot: string): string[] {
+  const file = stackConfigFile(p, environment);
+  const full = path.join(repoRoot, file);
+  if (!fs.lstatSync(full, { throwIfNoEntry: false })?.isFile()) {
+    return [
+      `environments.${environment}: ${file} is missing; each environment's stack config lives beside the promoted program in Pulumi.<pulumiStack>.yaml ("config: {}" if it needs none)`,
+    ];
+  }
+  let doc: unknown;
+  try {
+    doc = YAML.parse(fs.readFileSync(full, "utf8"));
+  } catch (err) {
+    return [`${file}: is not valid YAML (${(err as Error).message.split("\n")[0]})`];
+  }
+  if (doc === null || doc === undefined) return [];
+  const isMap = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isMap(doc))
+    return [
+      `${file}: must be a map of stack settings such as "config:", not a ${Array.isArray(doc) ? "list" : typeof doc}`,
+    ];
+  const problems = Object.keys(doc)
+    .filter((key) => !stackFileKeys.includes(key))
+    .map((key) => `${file}: unknown key "${key}"; allowed: ${stackFileKeys.join(", ")}`);
+  if (doc.config !== undefined && !isMap(doc.config)) {
+    return [...problems, `${file}: config must be a map of <namespace>:<key> to values`];
+  }
+  return [...problems, ...stackConfigProblems(doc.config ?? {}, `${file}: config`)];
+}
+
+export function environmentProblems(p: Pipeline, repoRoot: string): string[] {
+  const problems: string[] = [];
+  const byStack = new Map<string, string>();
+  const used = new Set(environmentStages(p).map((s) => s.environment));
+  for (const [name, env] of Object.entries(p.environments)) {
+    const other = byStack.get(env.pulumiStack);
+    if (other !== undefined) {
+      problems.push(
+        `environments.${name}.pulumiStack: "${env.pulumiStack}" is also environment "${other}"'s stack; each environment needs its own Pulumi stack`,
+      );
+    } else byStack.set(env.pulumiStack, name);
+    // An environment no stage uses is reported as such (unusedEnvironmentProblems), not for its file.
+    if (used.has(name)) problems.push(...stackConfigFileProblems(p, name, repoRoot));
+  }
+  return problems;
+}
+
+/** Why a repository-relative directory is not one this pipeline may use, if it is not. */
+function relativeDirProblem(dir: string): string | undefined {
+  if (dir.includes("\\") || path.posix.isAbsolute(dir) || path.win32.isAbsolute(dir))
+    return `"${dir}" is not a relative path; allowed: a folder of the repository such as "stacks", with "/" separators`;
+  if (dir.split("/").includes(".."))
+    return `"${dir}" leaves the repository; allowed: a folder of the repository without ".."`;
+  // Promotions pass the folder on as a Kargo expression variable; nothing in it may read as syntax.
+  if (!/^[A-Za-z0-9._/-]*$/.test(dir))
+    return `"${dir}" has characters other than letters, digits, ".", "_", "-" and "/"`;
+  return undefined;
+}
+
+/**
+ * Resolves symlinks in the longest existing prefix of `dir`: where a write there would really land.
+ * Undefined for a broken or looping symlink on the way, where nobody can tell.
+ */
+function realLocation(dir: string): string | undefined {
+  let existing = dir;
+  const rest: string[] = [];
+  while (!fs.lstatSync(existing, { throwIfNoEntry: false })) {
+    const parent = path.dirname(existing);
+    if (parent === existing) break;
+    rest.unshift(path.basename(existing));
+    existing = parent;
+  }
+  try {
+    return path.join(fs.realpathSync(existing), ...rest);
+  } catch {
+    return undefined;
+  }
+}
+
+const brokenLink = (at: string, dir: string) =>
+  `${at}: "${dir}" goes through a broken or looping symlink; allowed: a real folder of the repository`;
+
+const inside = (root: string, target: string) => {
+  const rel = path.relative(root, target);
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+};
+
+/**
+ * Problems with the stacks directory, a path relative to `repoRoot`: it must resolve (symlinks included)
+ * inside the repository, be neither a reserved folder nor inside one, not be the program's folder, and hold no
+ * Pulumi project. `npm run stacks` writes and deletes there, so these hold for it as for the pipeline.
+ */
+export function stacksDirProblems(dir: string, programDir: string, repoRoot = defaultRepoRoot): string[] {
+  const at = "stacks.dir";
+  const relative = relativeDirProblem(dir);
+  if (relative) return [`${at}: ${relative}`];
+  const normal = path.posix.normalize(dir).replace(/\/$/, "");
+  if (normal === ".")
+    return [`${at}: must be a folder of its own, not the repository root; allowed: e.g. "stacks"`];
+  const root = fs.realpathSync(repoRoot);
+  const real = realLocation(path.join(repoRoot, normal));
+  if (real === undefined) return [brokenLink(at, dir)];
+  if (!inside(root, real))
+    return [`${at}: "${dir}" resolves to ${real}, outside the repository (through a symlink)`];
+  const realRelative = path.relative(root, real).split(path.sep);
+  if (realRelative[0] === "")
+    return [`${at}: "${dir}" resolves to the repository root; allowed: a folder of its own`];
+  const reserved = RESERVED_FOLDERS.find((f) => f === realRelative[0]);
+  if (reserved)
+    return [
+      `${at}: "${dir}" is ${realRelative.length === 1 ? "" : "inside "}the repository's ${reserved}/ folder; allowed: a folder of its own such as "stacks" (not ${RESERVED_FOLDERS.join(", ")})`,
+    ];
+  // A program at the root holds every folder; only a program in a folder of its own has one to keep out of.
+  const program = path.posix.normalize(programDir).replace(/\/$/, "");
+  const realProgram = realLocation(path.join(repoRoot, program)) ?? "";
+  if (program !== "." && realProgram && (real === realProgram || inside(realProgram, real)))
+    return [
+      `${at}: "${dir}" is ${real === realProgram ? "" : "inside "}the promoted program's folder (source.programDir); allowed: a folder of its own`,
+    ];
+  for (let d = real; inside(root, d) && d !== root; d = path.dirname(d)) {
+    if (["Pulumi.yaml", "Pulumi.yml"].some((f) => fs.existsSync(path.join(d, f))))
+      return [
+        `${at}: "${dir}" is ${d === real ? "" : "inside "}a Pulumi project (${path.relative(root, d)}/Pulumi.yaml); allowed: a folder that holds only the generated Stack manifests`,
+      ];
+  }
+  return [];
+}
+
+/** `source.programDir`: a folder of the repository, symlinks included, holding the promoted Pulumi.yaml. */
+export function programDirProblems(programDir: string, repoRoot = defaultRepoRoot): string[] {
+  const at = "source.programDir";
+  const relative = relativeDirProblem(programDir);
+  if (relative) return [`${at}: ${relative}`];
+  const root = fs.realpathSync(repoRoot);
+  const real = realLocation(path.join(repoRoot, programDir));
+  if (real === undefined) return [brokenLink(at, programDir)];
+  if (!inside(root, real))
+    return [`${at}: "${programDir}" resolves to ${real}, outside the repository (through a symlink)`];
+  if (!fs.existsSync(path.join(real, "Pulumi.yaml")))
+    return [
+      `${at}: "${programDir}" holds no Pulumi.yaml; allowed: the repository folder of the promoted program ("." for the root)`,
+    ];
+  return [];
+}

@@ -1,0 +1,86 @@
+// Checks of the stages and environments as a whole: names a stage may not take, upstreams listed twice,
+// previews after their own update, unused environments, and protected environments that nothing could stop
+// a destructive change on. Each returns `stage "<name>": ...` or `environment "<name>": ...` problems.
+import { ancestors } from "./graph";
+import { names } from "./names";
+import { isProtected, type EnvironmentStage, type Pipeline, type Stage } from "./schema";
+
+/** An environment no stage uses is a typo or a leftover; reported with the graph checks. */
+export function unusedEnvironmentProblems(p: Pipeline): string[] {
+  const used = new Set(
+    p.stages.filter((s): s is EnvironmentStage => s.kind !== "gate").map((s) => s.environment),
+  );
+  return Object.keys(p.environments)
+    .filter((name) => !used.has(name))
+    .map(
+      (name) =>
+        `environments.${name}: no stage uses it; add stages for it or remove it (environments in use: ${[...used].join(", ") || "none"})`,
+    );
+}
+
+/** Names a stage may not have: the Warehouse literal and the project's other Kargo objects. */
+const reservedStageNames = (): ReadonlyMap<string, string> =>
+  new Map([
+    ["warehouse", 'the word "from" uses for the Warehouse'],
+    [names.warehouse, "the Warehouse's name"],
+    [names.promotionTask, "the PromotionTask's name"],
+    [names.analysis.preview, "the preview AnalysisTemplate's name"],
+    [names.analysis.update, "the update AnalysisTemplate's name"],
+    [names.gitCredentials, "the git credentials Secret's name"],
+    [names.verificationToken, "the verification token Secret's name"],
+  ]);
+
+export function stageProblems(p: Pipeline): string[] {
+  const problems: string[] = [];
+  const reserved = reservedStageNames();
+  for (const s of p.stages) {
+    const owner = reserved.get(s.name);
+    if (owner)
+      problems.push(
+        `stage "${s.name}": the name is ${owner}; choose another (reserved: ${[...reserved.keys()].join(", ")})`,
+      );
+    if (s.from !== "warehouse") {
+      const twice = [...new Set(s.from.filter((up, i) => s.from.indexOf(up) !== i))];
+      for (const up of twice)
+        problems.push(`stage "${s.name}": lists upstream stage "${up}" more than once; list each once`);
+    }
+  }
+  return problems;
+}
+
+/** Needs an acyclic graph: a preview must not come after the update of its own environment. */
+export function orderProblems(stages: Stage[]): string[] {
+  const problems: string[] = [];
+  for (const s of stages) {
+    if (s.kind !== "preview") continue;
+    const before = ancestors(stages, s.name);
+    const update = stages.find(
+      (u) => u.kind === "update" && u.environment === s.environment && before.has(u.name),
+    );
+    if (update)
+      problems.push(
+        `stage "${s.name}": previews environment "${s.environment}" after its update stage "${update.name}" has applied; a preview must come before its update (or beside it), never after`,
+      );
+  }
+  return problems;
+}
+
+/** A protected environment needs a preview that can stop a destructive change, and someone who may let it through. */
+export function destructiveChangeProblems(pipeline: Pipeline): string[] {
+  const problems: string[] = [];
+  for (const [name, env] of Object.entries(pipeline.environments)) {
+    const at = `environment "${name}"`;
+    const previewed = pipeline.stages.some((s) => s.kind === "preview" && s.environment === name);
+    const updated = pipeline.stages.some((s) => s.kind === "update" && s.environment === name);
+    if (!isProtected(env)) continue;
+    if (updated && !previewed)
+      problems.push(
+        `${at}: is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false`,
+      );
+    if (updated && env.destructiveChangeApprovers.length === 0)
+      problems.push(
+        `${at}: is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false${env.ephemeral ? "" : " or ephemeral: true"})`,
+      );
+  }
+  return problems;
+}

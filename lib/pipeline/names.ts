@@ -1,0 +1,56 @@
+// Names the pipeline gives things, one rule each: Kargo objects, stage branches, files in the repository,
+// PKO Stacks, the GitHub repository. Checks refuse definitions that would clash with them and derivation
+// builds objects with them, so they sit below both.
+import * as path from "node:path";
+import { PipelineError, type Pipeline } from "./schema";
+
+/** Names of the objects every pipeline has exactly one of. */
+export const names = {
+  warehouse: "program",
+  promotionTask: "promote-stack",
+  analysis: {
+    preview: "pulumi-preview",
+    protectedPreview: "pulumi-preview-protected",
+    update: "pulumi-update",
+  },
+  /** In the Kargo project namespace: the git credentials Kargo pushes with, the token verification reads. */
+  gitCredentials: "git-credentials",
+  verificationToken: "pulumi-api-token",
+  /** Where a promotion checks out the Freight's commit (read-only) and the stage's branch. */
+  checkout: { freight: "./freight", stage: "./stage" },
+  /** The Warehouse's GitHub webhook receiver, and the Secret holding its shared secret. */
+  webhookReceiver: "github",
+  webhookSecret: "github-webhook",
+} as const;
+
+/**
+ * The branch holding a stage's Stack manifest: written only by that stage's promotions, tracked only by its
+ * Application, so "synced to the commit I pushed" cannot be broken by a sibling stage or a commit to main.
+ */
+export const stageBranchPrefix = "stage/";
+export const stageBranch = (stageName: string) => `${stageBranchPrefix}${stageName}`;
+
+/** The Stack manifest's file name, in `stacks/` on main (the template) and on the stage's branch. */
+export const stackManifestFile = (stageName: string) => `${stageName}.yaml`;
+
+/** The environment's Pulumi stack config file, beside the promoted program, moved by the same Freight. */
+export const stackConfigFile = (p: Pipeline, environment: string) =>
+  path.posix.join(p.source.programDir, `Pulumi.${p.environments[environment]!.pulumiStack}.yaml`);
+
+/** Name of the PKO Stack (and of the Argo CD Application and `stacks/` manifest) of a stage. */
+export const stackObjectName = (pipeline: Pick<Pipeline, "project">, stageName: string) =>
+  `${pipeline.project}-${stageName}`;
+
+/** The file every promotion writes beside the stage's manifest, saying what the branch is. */
+export const stageBranchFile = "PIPELINE-STAGE.md";
+
+/** The GitHub repository of an HTTPS URL, for creating the stage branches. */
+export function githubRepository(repoURL: string): { owner: string; name: string } {
+  const match = /^https:\/\/github\.com\/([\w.-]+)\/([\w.-]+?)(\.git)?\/?$/.exec(repoURL);
+  if (!match) {
+    throw new PipelineError([
+      `source.repoURL: "${repoURL}" is not a GitHub repository (https://github.com/<owner>/<name>.git); the kargo project creates each stage's branch through GitHub's API`,
+    ]);
+  }
+  return { owner: match[1]!, name: match[2]! };
+}

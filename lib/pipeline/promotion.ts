@@ -1,0 +1,250 @@
+// The Kargo objects that move Freight: the Warehouse and what becomes Freight, the ProjectConfig (auto-promotion,
+// webhook, UI links), each Stage, and the PromotionTask every environment stage runs to push its Stack
+// manifest to its own branch. Pure functions over the definition; the kargo program registers them.
+import { createHash } from "node:crypto";
+import type * as kargo from "../crds/generated/kargo";
+import { environmentStages, isGate, upstreamOf } from "./graph";
+import { names, stackConfigFile, stackManifestFile, stageBranch, stageBranchFile } from "./names";
+import type { Pipeline, Stage } from "./schema";
+import { analysisTemplateName } from "./verification";
+
+/**
+ * Kargo turns an expression result that parses as a number (or bool, or JSON) into one, so an all-digit
+ * commit ID would become a float; `quote()` keeps it a string (akuity/kargo v1.11.2
+ * pkg/expressions/json_templates.go, EvaluateTemplate).
+ */
+export const quoted = (expression: string) => `\${{ quote(${expression}) }}`;
+
+const freightCommit = (p: Pipeline) => quoted(`commitFrom("${p.source.repoURL}").ID`);
+
+function requestedFreight(s: Stage): kargo.StageSpec["requestedFreight"] {
+  const sources: kargo.StageSpec["requestedFreight"][number]["sources"] =
+    s.from === "warehouse"
+      ? { direct: true }
+      : { stages: upstreamOf(s), ...(s.requireAll ? { availabilityStrategy: "All" as const } : {}) };
+  return [{ origin: { kind: "Warehouse", name: names.warehouse }, sources }];
+}
+
+/**
+ * Every path whose change must become Freight: the program's files, each environment's stack config beside
+ * it, and the Stack manifest templates. What a stage runs moves as one, through every gate. A plain entry
+ * matches that path and everything under it (akuity/kargo v1.11.2 pkg/pattern/matcher.go, BaseDirMatcher).
+ */
+export function freightPaths(p: Pipeline): string[] {
+  const configs = Object.keys(p.environments).map((env) => stackConfigFile(p, env));
+  return [...new Set([...p.source.includePaths, ...configs, p.stacks.dir])];
+}
+
+export function warehouseSpec(p: Pipeline): kargo.WarehouseSpec {
+  return {
+    interval: "5m0s",
+    freightCreationPolicy: "Automatic",
+    subscriptions: [
+      {
+        git: {
+          repoURL: p.source.repoURL,
+          branch: p.source.branch,
+          commitSelectionStrategy: "NewestFromBranch",
+          includePaths: freightPaths(p),
+          ...(p.source.excludePaths.length ? { excludePaths: p.source.excludePaths } : {}),
+        },
+      },
+    ],
+  };
+}
+
+/**
+ * Every environment stage promotes itself; a gate never does, so only an approver moves Freight into it. A
+ * GitHub push webhook makes the Warehouse look for Freight at once (its polling stays as the fallback).
+ */
+export function projectConfigSpec(p: Pipeline): kargo.ProjectConfigSpec {
+  return {
+    promotionPolicies: p.stages.map((s) => ({
+      stageSelector: { name: s.name },
+      autoPromotionEnabled: !isGate(s),
+    })),
+    webhookReceivers: [{ name: names.webhookReceiver, github: { secretRef: { name: names.webhookSecret } } }],
+    stageLinks: stageLinks(p),
+    freightLinks: freightLinks(p),
+  };
+}
+
+/**
+ * In the Kargo UI, each environment's preview and update stages link to its stack in Pulumi Cloud. Kargo
+ * evaluates `if` with expr-lang and `url` as a Go text/template, both over `{stage: <the Stage>}`
+ * (akuity/kargo v1.11.2 pkg/deeplinks/deeplinks.go).
+ */
+export function stageLinks(p: Pipeline): kargo.ProjectConfigSpec["stageLinks"] {
+  return Object.entries(p.environments).flatMap(([environment, env]) => {
+    const stages = environmentStages(p).filter((s) => s.environment === environment);
+    if (stages.length === 0) return [];
+    return [
+      {
+        title: `Pulumi stack ${env.pulumiStack}`,
+        description: `Previews and updates of ${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack} in Pulumi Cloud`,
+        url: `${p.pulumi.consoleUrl}/${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
+        if: `stage.metadata.name in [${stages.map((s) => JSON.stringify(s.name)).join(", ")}]`,
+      },
+    ];
+  });
+}
+
+/** Freight links to its commit, on the repository's web page (`/commit/<id>`, as GitHub serves it). */
+export function freightLinks(p: Pipeline): kargo.ProjectConfigSpec["freightLinks"] {
+  const web = p.source.repoURL.replace(/\.git$/, "");
+  return [
+    {
+      title: "Commit",
+      description: "The promoted program at this Freight's commit",
+      url: `${web}/commit/{{ (index .freight.commits 0).id }}`,
+      if: "freight.commits != nil && len(freight.commits) > 0",
+    },
+  ];
+}
+
+/**
+ * The path Kargo's external webhooks server serves a project's GitHub receiver at: `/github/` and the
+ * SHA-256 of project, receiver name and secret (akuity/kargo v1.11.2 pkg/webhook/external/receiver.go).
+ */
+export function githubWebhookPath(p: Pipeline, secret: string): string {
+  const hash = createHash("sha256")
+    .update(p.project + names.webhookReceiver + secret)
+    .digest("hex");
+  return `/github/${hash}`;
+}
+
+/**
+ * The steps every environment stage shares, parameterised by the stage it runs for. It never writes to the
+ * branch the Warehouse watches: it copies the stage's Stack manifest template from the Freight's commit to
+ * the stage's own branch, pins it to that commit, pushes, and syncs the stage's Application to that push.
+ */
+export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.PromotionTaskSpec {
+  const { freight, stage } = names.checkout;
+  const branch = stageBranch("${{ ctx.stage }}");
+  const manifest = stackManifestFile("${{ ctx.stage }}");
+  const commit = quoted("commitFrom(vars.repoURL).ID");
+  // Inside longer text the result stays a string; quote() there would add literal quotation marks.
+  const commitInText = "${{ commitFrom(vars.repoURL).ID }}";
+  return {
+    vars: [
+      { name: "repoURL", value: p.source.repoURL },
+      { name: "stacksDir", value: p.stacks.dir },
+      { name: "argocdNamespace", value: argocdNamespace },
+    ],
+    steps: [
+      {
+        uses: "git-clone",
+        config: {
+          repoURL: "${{ vars.repoURL }}",
+          checkout: [
+            { commit, path: freight },
+            // The stage's first promotion creates its branch: an orphan whose one commit is empty, so the
+            // branch never holds anything of main, workflows included (akuity/kargo v1.11.2
+            // pkg/promotion/runner/builtin/git_cloner.go, ensureRemoteBranch). `pulumi up` creates none.
+            { branch, create: true, path: stage },
+          ],
+        },
+      },
+      // The branch holds the stage's manifest and its PIPELINE-STAGE.md, nothing else: whatever the last
+      // promotion (or anyone committing there by hand) left goes.
+      { uses: "git-clear", config: { path: stage } },
+      {
+        uses: "copy",
+        config: { inPath: `${freight}/\${{ vars.stacksDir }}/${manifest}`, outPath: `${stage}/${manifest}` },
+      },
+      {
+        uses: "yaml-update",
+        config: { path: `${stage}/${manifest}`, updates: [{ key: "spec.commit", value: commit }] },
+      },
+      {
+        uses: "file-write",
+        config: {
+          path: `${stage}/${stageBranchFile}`,
+          contents: stageBranchReadme("${{ ctx.stage }}", commitInText),
+          overwrite: true,
+        },
+      },
+      {
+        uses: "git-commit",
+        config: { path: stage, message: `Promote \${{ ctx.stage }} to ${commitInText}` },
+      },
+      // One writer per branch: no sibling stage pushes here.
+      { uses: "git-push", as: "push", config: { path: stage, targetBranch: branch } },
+      {
+        uses: "argocd-update",
+        // Sync now instead of waiting for Argo CD's polling, and wait for exactly the pushed revision.
+        config: {
+          apps: [
+            {
+              name: "${{ ctx.project }}-${{ ctx.stage }}",
+              namespace: "${{ vars.argocdNamespace }}",
+              sources: [
+                { repoURL: "${{ vars.repoURL }}", desiredRevision: quoted("task.outputs.push.commit") },
+              ],
+            },
+          ],
+        },
+      },
+    ],
+  };
+}
+
+/** The stage branch's PIPELINE-STAGE.md, rewritten by every promotion beside the stage's manifest. */
+export function stageBranchReadme(stageName: string, commit: string): string {
+  return [
+    `# Pipeline stage ${stageName}`,
+    "",
+    "Written only by Kargo promotions; its Argo CD Application tracks this branch. Do not commit here.",
+    `${stackManifestFile(stageName)} runs the promoted program at commit ${commit}.`,
+    "",
+  ].join("\n");
+}
+
+/** The Freight metadata key holding the approvals of a gate, each the approver's Kargo actor. */
+export const approvalKey = (gate: string) => `approved-by-${gate}`;
+
+const approvalsAppended = (key: string) =>
+  "${{ concat((let prev = freightMetadata(ctx.targetFreight.name)?.[" +
+  JSON.stringify(key) +
+  ']; type(prev) == "array" ? prev : prev == nil ? [] : [prev]), [ctx.meta.promotion.actor]) }}';
+
+export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
+  if (isGate(s)) {
+    return {
+      requestedFreight: requestedFreight(s),
+      // Records on the Freight who let it through this gate: every approval, in order. set-metadata replaces
+      // a key's value (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/metadata_setter.go), so the step
+      // appends to what freightMetadata() reads there; a value from before this was a list becomes its first.
+      promotionTemplate: {
+        spec: {
+          steps: [
+            {
+              uses: "set-metadata",
+              config: {
+                updates: [
+                  {
+                    kind: "Freight",
+                    // Freight names are hex digests: one of digits only would become a number unquoted.
+                    name: quoted("ctx.targetFreight.name"),
+                    values: { [approvalKey(s.name)]: approvalsAppended(approvalKey(s.name)) },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    };
+  }
+  return {
+    requestedFreight: requestedFreight(s),
+    promotionTemplate: { spec: { steps: [{ task: { kind: "PromotionTask", name: names.promotionTask } }] } },
+    verification: {
+      analysisTemplates: [{ kind: "AnalysisTemplate", name: analysisTemplateName(p, s) }],
+      args: [
+        { name: "stack", value: p.environments[s.environment]!.pulumiStack },
+        { name: "commit", value: freightCommit(p) },
+      ],
+    },
+  };
+}

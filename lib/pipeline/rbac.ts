@@ -1,0 +1,93 @@
+// Who may move Freight by hand: per gate, the ServiceAccount its approver groups map to; per protected
+// environment, the one its destructive-change approvers map to; and every approver group, for Kargo's
+// cluster-level read. Each with exactly the verbs Kargo's API checks.
+import { environmentStages, isGate } from "./graph";
+import { isProtected, type Pipeline } from "./schema";
+
+export interface ApproverRole {
+  gate: string;
+  serviceAccount: { name: string; annotations: Record<string, string> };
+  rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+}
+
+/** A project ServiceAccount Kargo maps every member of `groups` (the `cognito:groups` claim) onto. */
+const claimMappedAccount = (name: string, groups: string[]) => ({
+  name,
+  annotations: { "rbac.kargo.akuity.io/claims": JSON.stringify({ "cognito:groups": groups }) },
+});
+
+/** Kargo's custom verb for promoting into (and approving Freight for) one Stage. */
+const promoteOn = (stage: string) => ({
+  apiGroups: ["kargo.akuity.io"],
+  resources: ["stages"],
+  resourceNames: [stage],
+  verbs: ["promote"],
+});
+
+/**
+ * Per gate: a ServiceAccount Kargo maps the gate's Cognito groups to, with exactly what promoting into the
+ * gate through Kargo's API takes. The API checks `promote` on the Stage, then creates the Promotion with a
+ * client authorized as the user, which needs `create` on promotions (akuity/kargo v1.11.2
+ * pkg/server/promote_to_stage_v1alpha1.go, pkg/server/kubernetes/client.go). `create` cannot be limited
+ * to one Stage (RBAC has no resourceNames on create), see the README. No `patch freights/status`: approving
+ * Freight (`kargo approve`) lets it skip the upstream stages' verification, so only admins may.
+ */
+export function approverRoles(p: Pipeline): ApproverRole[] {
+  return p.stages.filter(isGate).map((gate) => ({
+    gate: gate.name,
+    serviceAccount: claimMappedAccount(`approver-${gate.name}`, gate.approvers),
+    rules: [
+      promoteOn(gate.name),
+      { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] },
+    ],
+  }));
+}
+
+/**
+ * Every approver group, of gates and of destructive changes: Kargo's `api.oidc.users`, so approvers get the
+ * cluster-level read (`kargo-user`: list projects) that opening a project in the UI or CLI takes.
+ */
+export const approverGroups = (p: Pipeline): string[] =>
+  [
+    ...new Set([
+      ...p.stages.filter(isGate).flatMap((g) => g.approvers),
+      ...Object.values(p.environments).flatMap((env) => env.destructiveChangeApprovers),
+    ]),
+  ].sort();
+
+export interface DestructiveChangeApproverRole {
+  environment: string;
+  /** The update stage whose Freight they may approve. */
+  stage: string;
+  serviceAccount: { name: string; annotations: Record<string, string> };
+  rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+}
+
+/**
+ * Per protected environment: a ServiceAccount Kargo maps the destructive-change approver groups to, with
+ * exactly what Kargo's manual approval of Freight for the environment's update stage checks
+ * (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): `promote` on that Stage, and `patch` on
+ * `freights/status`, which the API server writes as the user (pkg/server/kubernetes/client.go). Freight names
+ * are generated, so the second cannot name them; Kargo's API reaches it only through an approval, which
+ * checks the first. No `create` on `promotions`: they approve, the update stage's auto-promotion promotes.
+ */
+export function destructiveChangeApproverRoles(p: Pipeline): DestructiveChangeApproverRole[] {
+  return Object.entries(p.environments).flatMap(([environment, env]) => {
+    const update = environmentStages(p).find((s) => s.kind === "update" && s.environment === environment);
+    if (!update || !isProtected(env) || env.destructiveChangeApprovers.length === 0) return [];
+    return [
+      {
+        environment,
+        stage: update.name,
+        serviceAccount: claimMappedAccount(
+          `destructive-approver-${update.name}`,
+          env.destructiveChangeApprovers,
+        ),
+        rules: [
+          promoteOn(update.name),
+          { apiGroups: ["kargo.akuity.io"], resources: ["freights/status"], verbs: ["patch"] },
+        ],
+      },
+    ];
+  });
+}

@@ -1,0 +1,147 @@
+// The bottom of the pipeline library: the shape of a pipeline definition (its zod schema, with defaults), the
+// types everything above reads, and the error every check raises. It imports nothing of the pipeline, so
+// any file may import it.
+import * as pulumi from "@pulumi/pulumi";
+import { z } from "zod";
+
+/** Pulumi Cloud's own API (Pulumi Cloud REST API docs, "Endpoint URL"). */
+export const PULUMI_CLOUD_API = "https://api.pulumi.com";
+
+/** Longest `metadata.name` a PKO Stack may have (a CEL rule in its CRD). */
+export const MAX_STACK_NAME = 42;
+
+export const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+const quantity = z
+  .string()
+  .regex(/^\d+(m|Mi|Gi)?$/, 'must be a Kubernetes quantity such as "250m" or "640Mi"');
+const duration = z.string().regex(/^\d+(s|m|h)$/, 'must be a duration such as "10s", "5m" or "1h"');
+
+const environment = z.strictObject({
+  /** Pulumi stack of the promoted program this environment deploys (`<org>/<project>/<pulumiStack>`). */
+  pulumiStack: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi stack name"),
+  /** Destroy the environment's resources when its update Stack is deleted. Never for long-lived ones. */
+  ephemeral: z.boolean().default(false),
+  /**
+   * A preview that would delete or replace anything fails verification, so nothing auto-promotes into this
+   * environment's update stage until a destructive-change approver approves the Freight for it. Default:
+   * protected unless `ephemeral`.
+   */
+  protected: z.boolean().optional(),
+  /** Cognito groups whose members may let a destructive change through to a protected environment. */
+  destructiveChangeApprovers: z.array(z.string().min(1)).default([]),
+});
+
+const stageBase = {
+  name: z.string(),
+  /** Where Freight comes from: the Warehouse, or upstream stages. */
+  from: z.union([
+    z.literal("warehouse"),
+    z.array(z.string()).min(1, "must name at least one upstream stage"),
+  ]),
+  /** With several upstream stages: Freight must have passed all of them (true) or any one (false). */
+  requireAll: z.boolean().default(false),
+};
+
+const stage = z.discriminatedUnion("kind", [
+  /** A person with one of `approvers` promotes Freight into it; never automatic. */
+  z.strictObject({ ...stageBase, kind: z.literal("gate"), approvers: z.array(z.string().min(1)) }),
+  /** `pulumi preview` of an environment's stack with the Freight's commit. */
+  z.strictObject({ ...stageBase, kind: z.literal("preview"), environment: z.string() }),
+  /** `pulumi up` of an environment's stack with the Freight's commit. */
+  z.strictObject({ ...stageBase, kind: z.literal("update"), environment: z.string() }),
+]);
+
+export const pipelineSchema = z.strictObject({
+  /** Kargo project, and so the namespace its objects live in. */
+  project: z.string().regex(dnsLabel, "must be a DNS label"),
+  /** The promoted program's repository: the Warehouse subscribes to `branch`; promotions push only `stage/*`. */
+  source: z.strictObject({
+    repoURL: z.string().regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be an HTTPS git URL"),
+    branch: z.string().min(1, 'must name the branch people merge to, such as "main"'),
+    /** Folder of the promoted program in the repository ("." for the root). */
+    programDir: z.string().default("."),
+    /** Files whose changes become Freight: exactly the promoted program's. */
+    includePaths: z.array(z.string().min(1)).min(1, "must list the promoted program's files"),
+    excludePaths: z.array(z.string().min(1)).default([]),
+  }),
+  /** Where the promoted program's stacks live in Pulumi Cloud. */
+  pulumi: z.strictObject({
+    organization: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi organization name"),
+    project: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi project name"),
+    /**
+     * Pulumi Cloud's API, which verification sends the Pulumi access token to on every measurement. Only
+     * Pulumi Cloud's own address is accepted here (check-values.ts); a self-hosted one goes in selfHostedApiUrl.
+     */
+    apiUrl: z
+      .string()
+      .url(
+        "must be a URL; allowed: https://api.pulumi.com (a self-hosted API goes in pulumi.selfHostedApiUrl)",
+      )
+      .default(PULUMI_CLOUD_API),
+    /**
+     * The API of a self-hosted Pulumi Cloud (https://host[/path]), named explicitly: verification then sends
+     * the token there instead of to Pulumi Cloud.
+     */
+    selfHostedApiUrl: z.string().optional(),
+    /** Pulumi Cloud's web console, where the Kargo UI links every environment stage to its stack. */
+    consoleUrl: z.string().url().default("https://app.pulumi.com"),
+  }),
+  /** How the PKO Stack manifests in `stacks/` run: must match the cluster-setup project's outputs. */
+  stacks: z.strictObject({
+    dir: z.string().default("stacks"),
+    namespace: z.string().regex(dnsLabel, "must be a DNS label"),
+    serviceAccountName: z.string().regex(dnsLabel, "must be a DNS label"),
+    accessTokenSecret: z.string().regex(dnsLabel, "must be a DNS label"),
+    gitCredentialsSecret: z.string().regex(dnsLabel, "must be a DNS label"),
+    /** Pinned workspace image (the Pulumi CLI the operator runs): a version tag or a digest, checked by check-values.ts. */
+    workspaceImage: z.string().min(1, "must be an image with a pinned tag or digest"),
+    /**
+     * Each workspace pod (`pulumi preview`/`up` with the program's providers). PKO defaults to 100m/64Mi and
+     * caps its agent's memory at the request, far too little for the AWS provider.
+     */
+    workspaceResources: z.strictObject({
+      requests: z.strictObject({ cpu: quantity, memory: quantity }),
+      limits: z.strictObject({ memory: quantity }),
+    }),
+  }),
+  environments: z.record(z.string(), environment),
+  stages: z.array(stage),
+  verification: z.strictObject({
+    /** Wait before the first look at Pulumi Cloud. */
+    initialDelay: duration.default("10s"),
+    /** Time between looks: the most a stage waits beyond its Pulumi operation. */
+    interval: duration.default("10s"),
+    /** Give up on a preview or an update after this long. */
+    previewTimeout: duration.default("15m"),
+    updateTimeout: duration.default("45m"),
+    /**
+     * Operations fetched per look, newest first; the newest for the promoted commit among them decides.
+     * Each measurement stores the whole answer in the AnalysisRun (about 1.3 KB per operation), so ask for
+     * no more than the operations that may land on the stack between the stage's own and its verification
+     * (pull-request previews of the same stack count too).
+     */
+    pageSize: z.number().int().min(1).max(100).default(10),
+  }),
+});
+
+export type PipelineInput = z.input<typeof pipelineSchema>;
+export type Pipeline = z.output<typeof pipelineSchema>;
+export type Stage = Pipeline["stages"][number];
+export type GateStage = Extract<Stage, { kind: "gate" }>;
+export type EnvironmentStage = Exclude<Stage, GateStage>;
+
+/**
+ * Raised for a pipeline definition that cannot work, naming each stage and its problem. A `RunError`, so
+ * `pulumi up` prints the message alone.
+ */
+export class PipelineError extends pulumi.RunError {
+  constructor(readonly problems: string[]) {
+    super(`Invalid pipeline definition:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "PipelineError";
+  }
+}
+
+/** Whether destructive changes to an environment stop at its preview (protected unless ephemeral). */
+export const isProtected = (env: Pipeline["environments"][string]): boolean =>
+  env.protected ?? !env.ephemeral;

@@ -1,0 +1,101 @@
+// What runs an environment stage's Pulumi operation: its PKO Stack manifest template (committed to stacks/,
+// copied by promotions to the stage's branch), the ServiceAccount it runs as, and the Argo CD Application
+// that syncs it from the stage's branch.
+import type * as argocd from "../crds/generated/argocd";
+import type * as pko from "../crds/generated/pko";
+import { stackManifestFile, stackObjectName, stageBranch } from "./names";
+import type { EnvironmentStage, Pipeline } from "./schema";
+
+export function applicationSpec(
+  p: Pipeline,
+  s: EnvironmentStage,
+  deploy: { argocdProject: string },
+): argocd.ApplicationSpec {
+  return {
+    project: deploy.argocdProject,
+    // The stage's own branch, which its first promotion creates: until then Argo CD reports the Application
+    // as a ComparisonError with sync status Unknown (argo-cd v3.4.4 controller/state.go) and deploys nothing.
+    source: {
+      repoURL: p.source.repoURL,
+      targetRevision: stageBranch(s.name),
+      path: ".",
+      directory: { include: stackManifestFile(s.name) },
+    },
+    destination: { server: "https://kubernetes.default.svc", namespace: p.stacks.namespace },
+    // No automated sync and no pruning: only a promotion (Kargo's argocd-update step) syncs a stage.
+  };
+}
+
+/**
+ * The ServiceAccount a stage's Stack runs under: the environment's own identity for an update, the read-only
+ * one for a preview (cluster-setup names them `<stacks.serviceAccountName>-<environment>` and `-preview`).
+ * PKO runs the workspace pod as it (pulumi-kubernetes-operator v2.9.0,
+ * operator/internal/controller/pulumi/stack_controller.go), so it carries the stage's IRSA role.
+ */
+export function stackServiceAccount(p: Pipeline, s: EnvironmentStage): string {
+  return `${p.stacks.serviceAccountName}-${s.kind === "preview" ? "preview" : s.environment}`;
+}
+
+/**
+ * The PKO Stack manifest template of an environment stage, committed to `stacks/<stage>.yaml` on main. A
+ * promotion copies it from the Freight's commit to the stage's branch and sets `spec.commit` there.
+ */
+export function stackManifest(p: Pipeline, s: EnvironmentStage) {
+  const env = p.environments[s.environment]!;
+  const spec: pko.StackSpec = {
+    stack: `${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
+    projectRepo: p.source.repoURL,
+    repoDir: p.source.programDir,
+    // The scalar the promotion's yaml-update replaces: Kargo's yaml-update only rewrites a key that exists, a
+    // missing one fails the promotion (akuity/kargo v1.11.2 pkg/yaml/yaml.go, findScalarNode). Empty, PKO
+    // refuses to run the template as it stands (pulumi-kubernetes-operator v2.9.0
+    // operator/internal/controller/pulumi/git.go: `missing "commit" or "branch"`).
+    commit: "",
+    gitAuth: {
+      accessToken: { type: "Secret", secret: { name: p.stacks.gitCredentialsSecret, key: "accessToken" } },
+    },
+    serviceAccountName: stackServiceAccount(p, s),
+    envRefs: {
+      PULUMI_ACCESS_TOKEN: {
+        type: "Secret",
+        secret: { name: p.stacks.accessTokenSecret, key: "accessToken" },
+      },
+    },
+    // Config comes from Pulumi.<stack>.yaml at the promoted commit, never from here.
+    // Previews refresh like their update does (PKO passes `refresh` to preview too: v2.9.0
+    // agent/pkg/server/server.go), so a preview shows what the update will do. They share the update
+    // stage's Pulumi stack and must never destroy it.
+    refresh: true,
+    ...(s.kind === "preview"
+      ? { preview: true, destroyOnFinalize: false }
+      : { destroyOnFinalize: env.ephemeral }),
+    // After a successful run the workspace pod goes; a failed one stays for its logs (v2.9.0
+    // operator/internal/controller/pulumi/stack_controller.go).
+    workspaceReclaimPolicy: "Delete",
+    workspaceTemplate: {
+      spec: {
+        image: p.stacks.workspaceImage,
+        securityProfile: "restricted",
+        // PKO's agent caps its own memory at the request (v2.9.0 workspace_controller.go AGENT_MEMLIMIT).
+        resources: p.stacks.workspaceResources,
+        // The restricted profile runs as uid 1000 (PKO v2.9.0 workspace_controller.go), which has no home
+        // directory in pulumi-base; the shared volume is writable. pulumi-base has no -nonroot variant (only
+        // the ~2 GB pulumi/pulumi has, pulumi/pulumi-docker-containers docker/pulumi/Dockerfile), so this is
+        // what lets the ~200 MB image run non-root. Plugins land there too and go with the pod.
+        env: [{ name: "PULUMI_HOME", value: "/share/.pulumi" }],
+      },
+    },
+  };
+  return {
+    apiVersion: "pulumi.com/v1",
+    kind: "Stack",
+    metadata: {
+      name: stackObjectName(p, s.name),
+      namespace: p.stacks.namespace,
+      labels: { "app.kubernetes.io/part-of": p.project, "app.kubernetes.io/instance": s.name },
+      // Argo CD never deletes a Stack (which could run a destroy): not when pruning, not with its Application.
+      annotations: { "argocd.argoproj.io/sync-options": "Prune=false,Delete=false" },
+    },
+    spec,
+  };
+}

@@ -1,0 +1,185 @@
+// validatePipeline: the one entry to the checks. Schema first, then every check that needs no graph order,
+// then the graph checks, then the destructive-change rules; all problems of a round are reported together,
+// as a PipelineError, before any resource is registered.
+import {
+  defaultRepoRoot,
+  environmentProblems,
+  programDirProblems,
+  sourcePathProblems,
+  stacksDirProblems,
+} from "./check-repository";
+import {
+  destructiveChangeProblems,
+  orderProblems,
+  stageProblems,
+  unusedEnvironmentProblems,
+} from "./check-stages";
+import {
+  apiUrlProblems,
+  branchProblems,
+  namespaceProblems,
+  verificationProblems,
+  workspaceImageProblems,
+} from "./check-values";
+import { ancestors, findCycle, upstreamOf } from "./graph";
+import { stackObjectName } from "./names";
+import {
+  MAX_STACK_NAME,
+  PipelineError,
+  dnsLabel,
+  pipelineSchema,
+  type EnvironmentStage,
+  type Pipeline,
+  type PipelineInput,
+} from "./schema";
+
+export interface CheckOptions {
+  /** Repository the paths of the definition are relative to; this checkout by default. */
+  repoRoot?: string;
+}
+
+/** Every check above that needs no graph order, for validatePipeline's first round of problems. */
+export function inputProblems(p: Pipeline, options: CheckOptions = {}): string[] {
+  const repoRoot = options.repoRoot ?? defaultRepoRoot;
+  return [
+    ...namespaceProblems(p),
+    ...branchProblems(p.source.branch),
+    ...programDirProblems(p.source.programDir, repoRoot),
+    ...sourcePathProblems(p),
+    ...apiUrlProblems(p.pulumi),
+    ...stacksDirProblems(p.stacks.dir, p.source.programDir, repoRoot),
+    ...workspaceImageProblems(p.stacks.workspaceImage),
+    ...verificationProblems(p.verification),
+    ...environmentProblems(p, repoRoot),
+    ...stageProblems(p),
+  ];
+}
+
+/**
+ * Validates a pipeline definition and fills in defaults. Throws a {@link PipelineError} naming every stage
+ * and what is wrong with it; run it before registering any resource.
+ */
+export function validatePipeline(input: unknown, options: CheckOptions = {}): Pipeline {
+  // Before zod, which drops an own "__proto__" key without a word.
+  const nameProblems = environmentNameProblems(input);
+  if (nameProblems.length > 0) throw new PipelineError(nameProblems);
+  const parsed = pipelineSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new PipelineError(
+      parsed.error.issues.map((issue) => {
+        const [first, index, ...rest] = issue.path.map(String);
+        const stageName =
+          first === "stages" ? (input as PipelineInput).stages?.[Number(index)]?.name : undefined;
+        const where =
+          first === "stages" && stageName
+            ? `stage "${stageName}"${rest.length ? ` (${rest.join(".")})` : ""}`
+            : issue.path.join(".") || "pipeline";
+        return `${where}: ${issue.message}`;
+      }),
+    );
+  }
+  const pipeline = parsed.data;
+  const problems: string[] = [];
+  const { stages } = pipeline;
+  if (stages.length === 0)
+    throw new PipelineError(["pipeline: has no stages; it needs at least a gate and an update stage"]);
+
+  const names = new Map<string, number>();
+  for (const s of stages) names.set(s.name, (names.get(s.name) ?? 0) + 1);
+  for (const [name, count] of names) {
+    if (count > 1) problems.push(`stage "${name}": the name is used by ${count} stages`);
+  }
+
+  for (const s of stages) {
+    const at = `stage "${s.name}"`;
+    if (!dnsLabel.test(s.name)) {
+      problems.push(`${at}: the name must be a DNS label (lower-case letters, digits and '-', at most 63)`);
+    }
+    const stackName = stackObjectName(pipeline, s.name);
+    if (stackName.length > MAX_STACK_NAME) {
+      problems.push(
+        `${at}: its PKO Stack would be named "${stackName}" (${stackName.length} characters); PKO allows ${MAX_STACK_NAME}. Shorten the stage or project name`,
+      );
+    }
+    for (const up of upstreamOf(s)) {
+      if (!names.has(up)) problems.push(`${at}: upstream stage "${up}" does not exist`);
+      if (up === s.name) problems.push(`${at}: lists itself as upstream`);
+    }
+    if (s.kind === "gate" && s.approvers.length === 0) {
+      problems.push(`${at}: a gate needs at least one approver group`);
+    }
+    if (s.kind !== "gate") {
+      if (!Object.hasOwn(pipeline.environments, s.environment)) {
+        problems.push(
+          `${at}: environment "${s.environment}" is not defined; defined environments: ${Object.keys(pipeline.environments).join(", ") || "none"}`,
+        );
+      }
+    }
+    if (s.requireAll && upstreamOf(s).length < 2) {
+      problems.push(`${at}: requireAll needs at least two upstream stages`);
+    }
+  }
+
+  const updates = stages.filter((s) => s.kind === "update");
+  for (const env of new Set(updates.map((s) => s.environment))) {
+    const same = updates.filter((s) => s.environment === env).map((s) => s.name);
+    if (same.length > 1)
+      problems.push(`stages ${same.map((n) => `"${n}"`).join(", ")}: update the same environment "${env}"`);
+  }
+  for (const s of stages.filter((s): s is EnvironmentStage => s.kind === "preview")) {
+    if (!updates.some((u) => u.environment === s.environment)) {
+      problems.push(
+        `stage "${s.name}": previews environment "${s.environment}", which no update stage deploys`,
+      );
+    }
+  }
+  problems.push(...inputProblems(pipeline, options));
+  if (problems.length > 0) throw new PipelineError(problems);
+
+  // Graph checks need resolvable upstreams, so they come after the checks above.
+  const cycle = findCycle(stages);
+  if (cycle) problems.push(`stages ${cycle.map((n) => `"${n}"`).join(" -> ")}: form a cycle`);
+  const reachable = new Set(stages.filter((s) => s.from === "warehouse").map((s) => s.name));
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const s of stages) {
+      if (!reachable.has(s.name) && upstreamOf(s).some((up) => reachable.has(up))) {
+        reachable.add(s.name);
+        grew = true;
+      }
+    }
+  }
+  if (!cycle) problems.push(...orderProblems(stages));
+  problems.push(...unusedEnvironmentProblems(pipeline));
+  for (const s of stages) {
+    if (!reachable.has(s.name)) problems.push(`stage "${s.name}": is not reachable from the Warehouse`);
+    if (s.kind === "update" && !cycle) {
+      const before = ancestors(stages, s.name);
+      if (!stages.some((g) => g.kind === "gate" && before.has(g.name))) {
+        problems.push(`stage "${s.name}": runs pulumi up with no approval gate upstream`);
+      }
+    }
+  }
+  if (problems.length === 0) problems.push(...destructiveChangeProblems(pipeline));
+  if (problems.length > 0) throw new PipelineError(problems);
+  return pipeline;
+}
+
+/**
+ * Environment names, read as the definition's own keys: each becomes part of Kubernetes names (the
+ * ServiceAccount `<stacks.serviceAccountName>-<environment>` in cluster-setup, whose `stackEnvironments` are
+ * DNS labels), so it must be a DNS label. That also refuses every name that is a JavaScript builtin in
+ * disguise (`__proto__`, `toString`, `hasOwnProperty`); a DNS label such as `constructor` is an ordinary name,
+ * and every lookup by name (Object.hasOwn, Maps) treats it as one.
+ */
+export function environmentNameProblems(input: unknown): string[] {
+  if (typeof input !== "object" || input === null) return [];
+  const environments = (input as { environments?: unknown }).environments;
+  if (typeof environments !== "object" || environments === null || Array.isArray(environments)) return [];
+  return Object.keys(environments)
+    .filter((name) => !dnsLabel.test(name))
+    .map(
+      (name) =>
+        `environments.${name}: "${name}" is not a DNS label; allowed: 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit (it names the environment's ServiceAccount)`,
+    );
+}

@@ -1,0 +1,114 @@
+// The PromotionTask every environment stage runs, as planned: what it clones, writes and pushes, and the
+// Application it syncs.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { type Pipeline } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
+import { environmentStageNames, Obj } from "./kargo-support";
+
+describe("kargo project", () => {
+  const pipeline: Pipeline = validatePipeline(definition);
+  let objects: Obj[];
+  const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+  const stage = (name: string) => ofKind("Stage").find((s) => s.metadata.name === name)!;
+
+  beforeAll(async () => {
+    objects = kubernetesObjects((await planChain())[2]!) as Obj[];
+  });
+
+  describe("the shared PromotionTask", () => {
+    type Step = { uses: string; as?: string; config: any };
+    const steps = () => ofKind("PromotionTask")[0]!.spec.steps as Step[];
+    const step = (uses: string) => steps().find((s) => s.uses === uses)!;
+
+    it("copies the stage's template from the Freight's commit to the stage's own branch, pins it, pushes there and syncs to that push", () => {
+      expect(steps().map((s) => s.uses)).toEqual([
+        "git-clone",
+        "git-clear",
+        "copy",
+        "yaml-update",
+        "file-write",
+        "git-commit",
+        "git-push",
+        "argocd-update",
+      ]);
+      const commit = "${{ quote(commitFrom(vars.repoURL).ID) }}";
+      expect(step("git-clone").config.checkout).toEqual([
+        { commit, path: "./freight" },
+        { branch: "stage/${{ ctx.stage }}", create: true, path: "./stage" },
+      ]);
+      expect(step("git-clear").config).toEqual({ path: "./stage" });
+      expect(step("copy").config).toEqual({
+        inPath: "./freight/${{ vars.stacksDir }}/${{ ctx.stage }}.yaml",
+        outPath: "./stage/${{ ctx.stage }}.yaml",
+      });
+      expect(step("yaml-update").config).toEqual({
+        path: "./stage/${{ ctx.stage }}.yaml",
+        updates: [{ key: "spec.commit", value: commit }],
+      });
+      expect(step("file-write").config).toMatchObject({ path: "./stage/PIPELINE-STAGE.md", overwrite: true });
+      expect(step("git-commit").config.path).toBe("./stage");
+      expect(step("git-push")).toEqual({
+        uses: "git-push",
+        as: "push",
+        config: { path: "./stage", targetBranch: "stage/${{ ctx.stage }}" },
+      });
+      expect(step("argocd-update").config.apps[0].sources).toEqual([
+        { repoURL: "${{ vars.repoURL }}", desiredRevision: "${{ quote(task.outputs.push.commit) }}" },
+      ]);
+    });
+
+    it("never writes to the branch the Warehouse watches: every write and the push are in the stage branch's checkout", () => {
+      const watched = ofKind("Warehouse")[0]!.spec.subscriptions[0].git.branch as string;
+      for (const s of steps()) {
+        expect(JSON.stringify(s.config)).not.toContain(`"${watched}"`);
+        if (["git-clear", "yaml-update", "file-write", "git-commit", "git-push"].includes(s.uses))
+          expect(s.config.path).toMatch(/^\.\/stage(\/|$)/);
+      }
+      expect(step("copy").config.outPath).toMatch(/^\.\/stage\//);
+      expect(step("git-push").config.targetBranch).not.toBe(watched);
+    });
+
+    it("quotes every expression that is a commit ID on its own, so Kargo never turns one into a number", () => {
+      const strings: string[] = [];
+      const visit = (v: unknown): void => {
+        if (typeof v === "string") strings.push(v);
+        else if (v && typeof v === "object") Object.values(v).forEach(visit);
+      };
+      visit(objects);
+      const whole = strings.filter((t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t));
+      // git-clone's commit, yaml-update's value, argocd-update's revision, each stage's verification arg.
+      expect(whole.length).toBe(3 + environmentStageNames(pipeline).length);
+      for (const t of whole) expect(t).toMatch(/^\$\{\{ quote\(.*\) \}\}$/);
+    });
+
+    it("is what every environment stage runs, and syncs exactly that stage's Application, tracking its branch", () => {
+      const task = ofKind("PromotionTask")[0]!;
+      const app = step("argocd-update").config.apps[0];
+      for (const s of pipeline.stages.filter((s) => s.kind !== "gate")) {
+        expect(stage(s.name).spec.promotionTemplate.spec.steps).toEqual([
+          { task: { kind: "PromotionTask", name: task.metadata.name } },
+        ]);
+        const appName = app.name
+          .replace("${{ ctx.project }}", pipeline.project)
+          .replace("${{ ctx.stage }}", s.name);
+        const application = ofKind("Application").find((a) => a.metadata.name === appName);
+        expect(application, appName).toBeDefined();
+        expect(application!.metadata.annotations["kargo.akuity.io/authorized-stage"]).toBe(
+          `${pipeline.project}:${s.name}`,
+        );
+        expect(application!.spec.source).toEqual({
+          repoURL: pipeline.source.repoURL,
+          targetRevision: `stage/${s.name}`,
+          path: ".",
+          directory: { include: `${s.name}.yaml` },
+        });
+        expect(fs.existsSync(path.join(repoRoot, "stacks", `${s.name}.yaml`))).toBe(true);
+      }
+    });
+  });
+});

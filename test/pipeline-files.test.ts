@@ -1,0 +1,261 @@
+// What a pipeline definition points at on disk: each environment's config file beside the promoted program,
+// paths resolved through symlinks, and `npm run stacks`, which never writes or deletes a file not its own.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { isGenerated, writeStacks } from "../lib/pipeline/stacks";
+import {
+  base,
+  basePipeline,
+  stackFiles,
+  firstStack,
+  forFirstEnvironment,
+  withSource,
+  withStacks,
+  problemsOf,
+  tempDir,
+  removeTempDirs,
+  tempRepo,
+} from "./pipeline-support";
+
+afterEach(removeTempDirs);
+
+describe("each environment's config file beside the promoted program", () => {
+  const withDevConfig = (text: string | undefined) => {
+    const repo = tempRepo();
+    const file = path.join(repo, `Pulumi.${firstStack}.yaml`);
+    if (text === undefined) fs.rmSync(file);
+    else fs.writeFileSync(file, text);
+    return repo;
+  };
+  it.each([
+    [
+      "a missing file",
+      undefined,
+      /environments\.dev: Pulumi\.dev\.yaml is missing; each environment's stack config lives beside the promoted program/,
+    ],
+    [
+      "a list",
+      "- aws:region\n",
+      /Pulumi\.dev\.yaml: must be a map of stack settings such as "config:", not a list/,
+    ],
+    [
+      "a misspelt top-level key",
+      "confg:\n  aws:region: us-west-2\n",
+      /Pulumi\.dev\.yaml: unknown key "confg"; allowed: config, /,
+    ],
+    [
+      "config that is not a map",
+      "config: us-west-2\n",
+      /Pulumi\.dev\.yaml: config must be a map of <namespace>:<key> to values/,
+    ],
+    [
+      "a config key without a namespace",
+      "config:\n  region: us-west-2\n",
+      /Pulumi\.dev\.yaml: config\.region: "region" is not a Pulumi config key; allowed: <namespace>:<key>/,
+    ],
+    [
+      "a config key with two colons",
+      "config:\n  aws:region:x: us-west-2\n",
+      /Pulumi\.dev\.yaml: config\.aws:region:x: "aws:region:x" is not a Pulumi config key; allowed: <namespace>:<key>/,
+    ],
+    [
+      "an aws:region that is no AWS region",
+      "config:\n  aws:region: us-west-9\n",
+      /Pulumi\.dev\.yaml: config\.aws:region: "us-west-9" is not an AWS region; allowed: a region such as us-west-2/,
+    ],
+    [
+      "a config value that is null",
+      "config:\n  aws:region: us-west-2\n  infra-program:tags:\n    a: null\n",
+      /Pulumi\.dev\.yaml: config\.infra-program:tags: has no value; allowed: a string, number, boolean, or a list or map of those/,
+    ],
+  ])("rejects %s, naming the file and what is allowed", (_, text, message) => {
+    expect(problemsOf(base, withDevConfig(text))).toMatch(forFirstEnvironment(message));
+  });
+
+  it("accepts structured values, encrypted secrets and an empty file", () => {
+    const structured =
+      "config:\n  aws:region: eu-central-1\n  aws:defaultTags:\n    tags:\n      team: infra\n  infra-program:n: 3\n" +
+      "  infra-program:token:\n    secure: AAABAG==\nencryptionsalt: v1:abc\n";
+    for (const text of [structured, ""]) {
+      expect(() => validatePipeline(base, { repoRoot: withDevConfig(text) })).not.toThrow();
+    }
+  });
+});
+
+describe("paths resolved on disk", () => {
+  it("refuses a stacks directory that is a symlink out of the repository", () => {
+    const repo = tempRepo();
+    const outside = tempDir("outside-");
+    fs.symlinkSync(outside, path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(
+      /stacks\.dir: "stacks" resolves to .*, outside the repository \(through a symlink\)/,
+    );
+  });
+  it("refuses a stacks directory that is a symlink into a project folder", () => {
+    const repo = tempRepo();
+    fs.symlinkSync(path.join(repo, "kargo"), path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(/stacks\.dir: "stacks" is the repository's kargo\/ folder/);
+  });
+  it("refuses a stacks directory that holds a Pulumi project", () => {
+    const repo = tempRepo();
+    fs.mkdirSync(path.join(repo, "app"));
+    fs.writeFileSync(path.join(repo, "app", "Pulumi.yaml"), "name: app\n");
+    expect(problemsOf(withStacks({ dir: "app" }), repo)).toMatch(
+      /stacks\.dir: "app" is a Pulumi project \(app\/Pulumi\.yaml\); allowed: a folder that holds only the generated Stack manifests/,
+    );
+  });
+  it("refuses the program's folder as the stacks directory", () => {
+    const repo = tempRepo();
+    fs.mkdirSync(path.join(repo, "program"));
+    fs.writeFileSync(path.join(repo, "program", "Pulumi.yaml"), "name: infra-program\n");
+    const input = withSource({ programDir: "program", includePaths: ["program"] });
+    expect(problemsOf({ ...input, stacks: { ...input.stacks, dir: "program" } }, repo)).toMatch(
+      /stacks\.dir: "program" is the promoted program's folder \(source\.programDir\); allowed: a folder of its own/,
+    );
+  });
+  it("refuses a stacks directory through a looping symlink, which mkdir would trip over", () => {
+    const repo = tempRepo();
+    fs.symlinkSync(path.join(repo, "stacks"), path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(
+      /stacks\.dir: "stacks" goes through a broken or looping symlink; allowed: a real folder of the repository/,
+    );
+  });
+  it("refuses a stacks directory through a dangling symlink out of the repository", () => {
+    const repo = tempRepo();
+    fs.symlinkSync(path.join(tempDir("outside-"), "not-yet"), path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(/stacks\.dir: "stacks" goes through a broken or looping symlink/);
+  });
+  it("refuses a program directory that is a symlink out of the repository", () => {
+    const repo = tempRepo();
+    const outside = tempDir("outside-");
+    fs.writeFileSync(path.join(outside, "Pulumi.yaml"), "name: elsewhere\n");
+    fs.symlinkSync(outside, path.join(repo, "program"));
+    expect(problemsOf(withSource({ programDir: "program", includePaths: ["program"] }), repo)).toMatch(
+      /source\.programDir: "program" resolves to .*, outside the repository \(through a symlink\)/,
+    );
+  });
+});
+
+describe("npm run stacks", () => {
+  const pipeline = (dir = "stacks") => validatePipeline(withStacks({ dir }));
+
+  it("writes one generated manifest per environment stage into its own folder", () => {
+    const repo = tempRepo();
+    const { written } = writeStacks(pipeline(), repo);
+    expect(written.sort()).toEqual(stackFiles.map((f) => `stacks/${f}`).sort());
+    expect(fs.readdirSync(path.join(repo, "stacks")).sort()).toEqual([...stackFiles].sort());
+    for (const f of stackFiles) expect(isGenerated(path.join(repo, "stacks", f))).toBe(true);
+  });
+
+  it("deletes only stale manifests it generated, never other files", () => {
+    const repo = tempRepo();
+    writeStacks(pipeline(), repo);
+    const dir = path.join(repo, "stacks");
+    fs.copyFileSync(path.join(dir, stackFiles[0]!), path.join(dir, "oldstage.yaml"));
+    fs.writeFileSync(path.join(dir, "notes.yaml"), "mine: true\n");
+    fs.writeFileSync(path.join(dir, "README.md"), "# stacks\n");
+    const { removed, leftAlone } = writeStacks(pipeline(), repo);
+    expect(removed).toEqual(["stacks/oldstage.yaml"]);
+    expect(leftAlone).toEqual(["stacks/notes.yaml"]);
+    expect(fs.readFileSync(path.join(dir, "notes.yaml"), "utf8")).toBe("mine: true\n");
+    expect(fs.existsSync(path.join(dir, "README.md"))).toBe(true);
+  });
+
+  it("with a project folder as the stacks directory, deletes nothing (its Pulumi.yaml stays)", () => {
+    const repo = tempRepo();
+    const before = fs.readdirSync(path.join(repo, "kargo"));
+    // Bypass validatePipeline to show the generator refuses on its own.
+    const input = { ...pipeline(), stacks: { ...pipeline().stacks, dir: "kargo" } };
+    expect(() => writeStacks(input, repo)).toThrow(/stacks\.dir: "kargo" is the repository's kargo\/ folder/);
+    expect(fs.readdirSync(path.join(repo, "kargo"))).toEqual(before);
+    expect(fs.readFileSync(path.join(repo, "kargo", "Pulumi.yaml"), "utf8")).toBe(
+      "name: kargo\nruntime: nodejs\n",
+    );
+  });
+
+  it("refuses a folder that holds a Pulumi.yaml, which stays", () => {
+    const repo = tempRepo();
+    fs.mkdirSync(path.join(repo, "app"));
+    fs.writeFileSync(path.join(repo, "app", "Pulumi.yaml"), "name: app\n");
+    const input = { ...pipeline(), stacks: { ...pipeline().stacks, dir: "app" } };
+    expect(() => writeStacks(input, repo)).toThrow(/stacks\.dir: "app" is a Pulumi project/);
+    expect(fs.readdirSync(path.join(repo, "app"))).toEqual(["Pulumi.yaml"]);
+  });
+
+  it.each([
+    ["../escaped", "a folder beside the repository"],
+    ["ABSOLUTE", "an absolute folder beside the repository"],
+    ["stacks/../../escaped", "a folder reached through stacks/.."],
+  ])("writes nothing outside the repository for %j (%s)", (dir) => {
+    // The repository sits alone in a temporary folder: anything written outside it would show up there.
+    const outer = tempDir("outer-");
+    const repo = tempRepo(path.join(outer, "repo"));
+    const stacksDir = dir === "ABSOLUTE" ? path.join(outer, "escaped") : dir;
+    const input = { ...pipeline(), stacks: { ...pipeline().stacks, dir: stacksDir } };
+    expect(() => writeStacks(input, repo)).toThrow(
+      /stacks\.dir: .*(not a relative path|leaves the repository)/,
+    );
+    expect(fs.readdirSync(outer)).toEqual(["repo"]);
+    expect(fs.readdirSync(repo).sort()).toEqual(
+      [
+        ...Object.values(basePipeline.environments).map((e) => `Pulumi.${e.pulumiStack}.yaml`),
+        "Pulumi.yaml",
+        "cluster",
+        "cluster-setup",
+        "kargo",
+      ].sort(),
+    );
+  });
+
+  it("writes nothing through a stacks directory symlinked out of the repository", () => {
+    const repo = tempRepo();
+    const outside = tempDir("outside-");
+    fs.symlinkSync(outside, path.join(repo, "stacks"));
+    expect(() => writeStacks(pipeline("stacks"), repo)).toThrow(
+      /outside the repository \(through a symlink\)/,
+    );
+    expect(fs.readdirSync(outside)).toEqual([]);
+  });
+
+  it("writes nothing over a file it did not generate, nor through a symlink in its folder", () => {
+    const repo = tempRepo();
+    const dir = path.join(repo, "stacks");
+    fs.mkdirSync(dir);
+    // Three of the files the pipeline wants (a pipeline has at least a preview and an update stage).
+    const [hand, broken = "other.yaml", linked = hand!] = [...stackFiles].reverse();
+    const [handFile, linkedFile] = hand === linked ? [stackFiles[0]!, stackFiles[1]!] : [hand!, linked];
+    fs.writeFileSync(path.join(dir, handFile), "hand: written\n");
+    fs.writeFileSync(path.join(dir, broken), "not: [yaml\n");
+    const target = path.join(tempDir("outside-"), "target.yaml");
+    fs.writeFileSync(target, "outside: true\n");
+    fs.symlinkSync(target, path.join(dir, linkedFile));
+    const error = (() => {
+      try {
+        writeStacks(pipeline(), repo);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "";
+    })();
+    for (const f of [handFile, linkedFile])
+      expect(error).toContain(`stacks.dir: stacks/${f} exists and was not generated by \`npm run stacks\``);
+    expect(fs.readFileSync(path.join(dir, handFile), "utf8")).toBe("hand: written\n");
+    expect(fs.readFileSync(target, "utf8")).toBe("outside: true\n");
+    expect(fs.readFileSync(path.join(dir, broken), "utf8")).toBe("not: [yaml\n");
+    expect(fs.readdirSync(dir).sort()).toEqual([...new Set([handFile, broken, linkedFile])].sort());
+  });
+
+  it("never deletes through a symlink that looks generated", () => {
+    const repo = tempRepo();
+    writeStacks(pipeline(), repo);
+    const target = path.join(tempDir("outside-"), "old.yaml");
+    fs.copyFileSync(path.join(repo, "stacks", stackFiles[0]!), target);
+    fs.symlinkSync(target, path.join(repo, "stacks", "oldstage.yaml"));
+    const { removed, leftAlone } = writeStacks(pipeline(), repo);
+    expect(removed).toEqual([]);
+    expect(leftAlone).toEqual(["stacks/oldstage.yaml"]);
+    expect(fs.existsSync(target)).toBe(true);
+  });
+});
