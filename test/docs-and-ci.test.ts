@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -189,6 +189,18 @@ describe("GitHub workflows", () => {
     const setupGo = steps.findIndex((s) => s.uses?.startsWith("actions/setup-go@"));
     expect(steps[setupGo]?.with).toMatchObject({ "go-version-file": "test/go.mod" });
     expect(setupGo).toBeLessThan(steps.findIndex((s) => s.run === "npm test"));
+  });
+
+  it("fail the Go harness, naming the Go to install, where there is no Go", () => {
+    const run = spawnSync(process.execPath, ["--import", "tsx", "test/go-harness.ts"], {
+      cwd: repoRoot,
+      encoding: "utf8",
+      env: { ...process.env, PATH: "/nonexistent" },
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(
+      /test:engines: no Go toolchain on PATH; the harness needs Go \d+\.\d+ or newer/,
+    );
   });
 
   it("grant id-token: write only to the jobs that log in with OIDC", () => {

@@ -1,6 +1,7 @@
 // `npm run test:engines`: the Go harness (test/go.mod), the upstream engines at the versions we pin, run over
 // the offline plan. Writes the plan once for every package, then `go test ./...`; with no Go, or one older
-// than test/go.mod names, it fails and says which Go to install. It never skips.
+// than test/go.mod names, it fails and says which Go to install. It never skips silently: every skipped Go
+// test is listed with its reason.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
