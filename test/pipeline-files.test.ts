@@ -36,6 +36,11 @@ describe("each environment's config file beside the promoted program", () => {
       /environments\.dev: Pulumi\.dev\.yaml is missing; each environment's stack config lives beside the promoted program/,
     ],
     [
+      "text that is not YAML",
+      "config:\n  aws:region: [us-west-2\n",
+      /Pulumi\.dev\.yaml: is not valid YAML \(\w/,
+    ],
+    [
       "a list",
       "- aws:region\n",
       /Pulumi\.dev\.yaml: must be a map of stack settings such as "config:", not a list/,
@@ -120,6 +125,20 @@ describe("paths resolved on disk", () => {
     fs.symlinkSync(path.join(repo, "stacks"), path.join(repo, "stacks"));
     expect(problemsOf(base, repo)).toMatch(
       /stacks\.dir: "stacks" goes through a broken or looping symlink; allowed: a real folder of the repository/,
+    );
+  });
+  it("refuses a stacks directory that is a symlink to the repository root, where stacks would overwrite the program", () => {
+    const repo = tempRepo();
+    fs.symlinkSync(repo, path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(
+      /stacks\.dir: "stacks" resolves to the repository root; allowed: a folder of its own/,
+    );
+  });
+  it("refuses a program directory through a dangling symlink, naming source.programDir", () => {
+    const repo = tempRepo();
+    fs.symlinkSync(path.join(repo, "not-yet"), path.join(repo, "program"));
+    expect(problemsOf(withSource({ programDir: "program", includePaths: ["program"] }), repo)).toMatch(
+      /source\.programDir: "program" goes through a broken or looping symlink; allowed: a real folder of the repository/,
     );
   });
   it("refuses a stacks directory through a dangling symlink out of the repository", () => {
