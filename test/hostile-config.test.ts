@@ -107,6 +107,19 @@ const cases: Record<ProjectName, Case[]> = {
       /cluster:clusterAdminRoleArns: must list at most 50 roles/,
     ],
     [
+      "a CI role that is also a cluster admin, which EKS would refuse a second access entry",
+      {
+        "cluster:clusterAdminRoleArns": ["arn:aws:iam::123456789012:role/Shared"],
+        "cluster:ciPreviewRoleArn": "arn:aws:iam::123456789012:role/Shared",
+      },
+      /cluster:ciPreviewRoleArn: "arn:aws:iam::123456789012:role\/Shared" is also in cluster:clusterAdminRoleArns; a role gets one access entry, list it once/,
+    ],
+    [
+      "a repeated control-plane log type",
+      { "cluster:clusterLogTypes": ["audit", "api", "audit"] },
+      /cluster:clusterLogTypes: must not repeat a log type/,
+    ],
+    [
       "a plain key set as a secret",
       { "cluster:vpcCidr": "10.9.0.0/16" },
       /cluster:vpcCidr: is set as a secret, but the program uses it in resource names and plain properties where it cannot stay secret; set it without --secret/,
@@ -240,6 +253,16 @@ const cases: Record<ProjectName, Case[]> = {
       "more managed policies than IAM attaches",
       { "cluster-setup:stackPolicyArns": many(20, (i) => `arn:aws:iam::123456789012:policy/P${i}`) },
       /cluster-setup:stackPolicyArns: must list at most 19 policies: IAM attaches at most 20 managed policies to a role/,
+    ],
+    [
+      "a repeated managed policy",
+      {
+        "cluster-setup:stackPolicyArns": [
+          "arn:aws:iam::123456789012:policy/P",
+          "arn:aws:iam::123456789012:policy/P",
+        ],
+      },
+      /cluster-setup:stackPolicyArns: must not repeat a policy ARN/,
     ],
     [
       "administrator access for every program",
