@@ -4,7 +4,16 @@ import pulumi from "@pulumi/eslint-plugin";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "lib/crds/generated/**", "**/*.js", "**/*.mjs"] },
+  {
+    ignores: [
+      "node_modules/**",
+      "lib/crds/generated/**",
+      "**/*.js",
+      "**/*.mjs",
+      ".stryker-tmp/**",
+      "reports/**",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
