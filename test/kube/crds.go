@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"infra-change-platform/test/internal/plan"
 )
@@ -118,18 +116,9 @@ func readYAML(t testing.TB, file string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		var object map[string]any
-		if err := decoder.Decode(&object); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		if len(object) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: object})
-		}
+	out, err := plan.Documents(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 	return out
 }

@@ -1,5 +1,6 @@
 // What the planned resources cost idle, a month, in us-east-1 on-demand list prices: the README's cost table
 // (checked by test/costs.test.ts) and the cost heading of `npm run plan -- --diff` both come from here.
+import { markdownTable } from "./markdown-table";
 
 const HOURS_PER_MONTH = 730;
 
@@ -169,13 +170,7 @@ export function costTable({ items, total }: CostEstimate): string {
     ...items.map((i) => [i.item, usd(i.monthly)]),
     ["**Total**", `**${usd(total)}**`],
   ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [
-    line(rows[0]!),
-    `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`,
-    ...rows.slice(1).map(line),
-  ].join("\n");
+  return markdownTable(rows);
 }
 
 /** README.md with its cost table, and the total it states above it, rewritten. */

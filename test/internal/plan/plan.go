@@ -109,17 +109,8 @@ func Load(t testing.TB, project string) *Project {
 	if err != nil {
 		t.Fatalf("plan of %s: %v", project, err)
 	}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		var object map[string]any
-		if err := decoder.Decode(&object); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("plan of %s: manifests.yaml: %v", project, err)
-		}
-		if len(object) > 0 {
-			p.Objects = append(p.Objects, &unstructured.Unstructured{Object: object})
-		}
+	if p.Objects, err = Documents(raw); err != nil {
+		t.Fatalf("plan of %s: manifests.yaml: %v", project, err)
 	}
 	raw, err = os.ReadFile(filepath.Join(base, "resources.json"))
 	if err != nil {
@@ -180,5 +171,22 @@ func Into(t testing.TB, from any, into any) {
 	}
 	if err := yaml.UnmarshalStrict(raw, into); err != nil {
 		t.Fatalf("decoding into %T: %v", into, err)
+	}
+}
+
+// Documents decodes every non-empty document of a multi-document YAML (or JSON) stream.
+func Documents(raw []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var object map[string]any
+		if err := decoder.Decode(&object); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(object) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: object})
+		}
 	}
 }
