@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/akuity/kargo/pkg/controller/git"
 	"github.com/akuity/kargo/pkg/x/promotion/runner/builtin"
-	securejoin "github.com/cyphar/filepath-securejoin"
 )
 
 // git-clear, as akuity/kargo v1.11.2 pkg/promotion/runner/builtin/git_tree_clearer.go runs it: stage every
@@ -14,13 +12,9 @@ import (
 func init() { register("git-clear", gitClear) }
 
 func gitClear(ctx context.Context, s *StepContext, cfg builtin.GitClearConfig) (StepResult, error) {
-	path, err := securejoin.SecureJoin(s.WorkDir, cfg.Path)
+	wt, err := loadWorkTree(ctx, s, cfg.Path)
 	if err != nil {
 		return StepResult{Status: StatusErrored}, err
-	}
-	wt, err := git.LoadWorkTree(ctx, path, nil)
-	if err != nil {
-		return StepResult{Status: StatusErrored}, fmt.Errorf("error loading working tree from %s: %w", cfg.Path, err)
 	}
 	if err := wt.AddAll(ctx); err != nil {
 		return StepResult{Status: StatusErrored}, fmt.Errorf("error adding all files to working tree at %s: %w", cfg.Path, err)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/akuity/kargo/pkg/controller/git"
 	"github.com/akuity/kargo/pkg/x/promotion/runner/builtin"
-	securejoin "github.com/cyphar/filepath-securejoin"
 )
 
 // git-commit, as akuity/kargo v1.11.2 pkg/promotion/runner/builtin/git_commiter.go runs it: stage
@@ -14,13 +13,9 @@ import (
 func init() { register("git-commit", gitCommit) }
 
 func gitCommit(ctx context.Context, s *StepContext, cfg builtin.GitCommitConfig) (StepResult, error) {
-	path, err := securejoin.SecureJoin(s.WorkDir, cfg.Path)
+	wt, err := loadWorkTree(ctx, s, cfg.Path)
 	if err != nil {
 		return StepResult{Status: StatusErrored}, err
-	}
-	wt, err := git.LoadWorkTree(ctx, path, nil)
-	if err != nil {
-		return StepResult{Status: StatusErrored}, fmt.Errorf("error loading working tree from %s: %w", cfg.Path, err)
 	}
 	if err := wt.AddAll(ctx); err != nil {
 		return StepResult{Status: StatusErrored}, fmt.Errorf("error adding all changes to working tree: %w", err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/akuity/kargo/pkg/controller/git"
 	"github.com/akuity/kargo/pkg/x/promotion/runner/builtin"
-	securejoin "github.com/cyphar/filepath-securejoin"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 )
@@ -29,13 +28,9 @@ var (
 )
 
 func gitPush(ctx context.Context, s *StepContext, cfg builtin.GitPushConfig) (StepResult, error) {
-	path, err := securejoin.SecureJoin(s.WorkDir, cfg.Path)
+	wt, err := loadWorkTree(ctx, s, cfg.Path)
 	if err != nil {
 		return StepResult{Status: StatusErrored}, err
-	}
-	wt, err := git.LoadWorkTree(ctx, path, &git.LoadWorkTreeOptions{})
-	if err != nil {
-		return StepResult{Status: StatusErrored}, fmt.Errorf("error loading working tree from %s: %w", cfg.Path, err)
 	}
 	opts := &git.PushOptions{TargetBranch: cfg.TargetBranch, IntegrationPolicy: pushIntegrationPolicy, Force: cfg.Force}
 	if cfg.GenerateTargetBranch {
