@@ -194,8 +194,7 @@ func TestSecondPromotion(t *testing.T) {
 	t.Parallel()
 	envs, _ := environmentStages(t)
 	stage := envs[0]
-	r := newRemote(t)
-	kargoCreatedBranch(t, r, appOf(t, stage).Branch)
+	r := remoteWithStageBranch(t, stage)
 	mustPromote(t, r, stage, r.A)
 	res := mustPromote(t, r, stage, r.B)
 	checkPromoted(t, r, stage, r.B, res)
@@ -215,8 +214,7 @@ func TestGoingBackToOlderFreight(t *testing.T) {
 	t.Parallel()
 	envs, _ := environmentStages(t)
 	stage := envs[len(envs)-1]
-	r := newRemote(t)
-	kargoCreatedBranch(t, r, appOf(t, stage).Branch)
+	r := remoteWithStageBranch(t, stage)
 	mustPromote(t, r, stage, r.B)
 	res := mustPromote(t, r, stage, r.A)
 	// The template comes back as it was at the older commit, not only spec.commit.
@@ -229,8 +227,7 @@ func TestPromotingTheSameFreightAgain(t *testing.T) {
 	t.Parallel()
 	envs, _ := environmentStages(t)
 	stage := envs[0]
-	r := newRemote(t)
-	kargoCreatedBranch(t, r, appOf(t, stage).Branch)
+	r := remoteWithStageBranch(t, stage)
 	mustPromote(t, r, stage, r.A)
 	before := r.Ref(t, appOf(t, stage).Branch)
 	res := mustPromote(t, r, stage, r.A)
@@ -284,8 +281,7 @@ func TestFreightWhoseCommitDoesNotExist(t *testing.T) {
 	t.Parallel()
 	envs, _ := environmentStages(t)
 	stage := envs[0]
-	r := newRemote(t)
-	kargoCreatedBranch(t, r, appOf(t, stage).Branch)
+	r := remoteWithStageBranch(t, stage)
 	mustPromote(t, r, stage, r.A)
 	before := r.Ref(t, appOf(t, stage).Branch)
 	missing := "0123456789abcdef0123456789abcdef01234567"
@@ -329,4 +325,12 @@ func TestStageBranchCommittedToByHand(t *testing.T) {
 	if c := r.History(t, app.Branch)[0]; !slices.Contains(c.Changed, ".github/workflows/x.yml") {
 		t.Errorf("the promotion after a hand-made workflow changes %v, want the workflow's removal", c.Changed)
 	}
+}
+
+// remoteWithStageBranch is a fresh remote on which the stage's branch already exists as Kargo creates it.
+func remoteWithStageBranch(t *testing.T, stage string) *Remote {
+	t.Helper()
+	r := newRemote(t)
+	kargoCreatedBranch(t, r, appOf(t, stage).Branch)
+	return r
 }
