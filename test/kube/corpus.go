@@ -208,8 +208,8 @@ func minimal(node schemaNode) any {
 	return out
 }
 
-// at is the map at path (list indices as numbers) inside root.
-func at(root map[string]any, path []string) map[string]any {
+// valueAt is the value at path (list indices as numbers) inside root.
+func valueAt(root map[string]any, path []string) any {
 	var cur any = root
 	for _, p := range path {
 		switch c := cur.(type) {
@@ -221,24 +221,18 @@ func at(root map[string]any, path []string) map[string]any {
 			cur = c[i]
 		}
 	}
-	m, _ := cur.(map[string]any)
+	return cur
+}
+
+// at is the map at path inside root.
+func at(root map[string]any, path []string) map[string]any {
+	m, _ := valueAt(root, path).(map[string]any)
 	return m
 }
 
 // set replaces the value under key (a map key or a list index) of the container at parent.
 func set(root map[string]any, parent []string, key string, value any) {
-	var cur any = root
-	for _, p := range parent {
-		switch c := cur.(type) {
-		case map[string]any:
-			cur = c[p]
-		case []any:
-			var i int
-			fmt.Sscan(p, &i)
-			cur = c[i]
-		}
-	}
-	switch c := cur.(type) {
+	switch c := valueAt(root, parent).(type) {
 	case map[string]any:
 		c[key] = value
 	case []any:
