@@ -14,8 +14,9 @@ import { environmentStages, isGate } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain } from "../lib/cli/plan/projects";
+import { allowsOnKargo, type RbacRule } from "./helpers";
 
-type Rule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
+type Rule = RbacRule;
 type Obj = {
   kind: string;
   metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
@@ -26,15 +27,6 @@ type Obj = {
 };
 
 const pipeline = validatePipeline(definition);
-
-const allows = (rules: Rule[], verb: string, resource: string, name?: string) =>
-  rules.some(
-    (r) =>
-      r.apiGroups.includes("kargo.akuity.io") &&
-      (r.verbs.includes(verb) || r.verbs.includes("*")) &&
-      (r.resources.includes(resource) || r.resources.includes("*")) &&
-      (!r.resourceNames?.length || (name !== undefined && r.resourceNames.includes(name))),
-  );
 
 describe("what each approver group can do through Kargo's API", () => {
   let rulesOf: (group: string) => Rule[];
@@ -68,7 +60,7 @@ describe("what each approver group can do through Kargo's API", () => {
 
   const stagesWhere = (rules: Rule[], second: [string, string]) =>
     pipeline.stages
-      .filter((s) => allows(rules, "promote", "stages", s.name) && allows(rules, ...second))
+      .filter((s) => allowsOnKargo(rules, "promote", "stages", s.name) && allowsOnKargo(rules, ...second))
       .map((s) => s.name)
       .sort();
 

@@ -11,6 +11,7 @@ import type { PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain } from "../lib/cli/plan/projects";
+import { allowsOnKargo } from "./helpers";
 
 type Obj = { kind: string; metadata: Record<string, any>; [k: string]: any };
 const pipeline = validatePipeline(definition);
@@ -122,21 +123,6 @@ describe("which previews stop on destructive changes", () => {
   });
 });
 
-/** Kubernetes RBAC: does any rule allow `verb` on `resource` (`name` unknown = any object)? */
-const allows = (
-  rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[],
-  verb: string,
-  resource: string,
-  name?: string,
-) =>
-  rules.some(
-    (r) =>
-      r.apiGroups.includes("kargo.akuity.io") &&
-      (r.verbs.includes(verb) || r.verbs.includes("*")) &&
-      (r.resources.includes(resource) || r.resources.includes("*")) &&
-      (!r.resourceNames?.length || (name !== undefined && r.resourceNames.includes(name))),
-  );
-
 describe("who may let a destructive change through", () => {
   const roles = destructiveChangeApproverRoles(pipeline);
 
@@ -162,16 +148,16 @@ describe("who may let a destructive change through", () => {
     for (const role of roles) {
       // What ApproveFreight checks (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): promote on
       // the Stage, then a status patch of the Freight made as the user.
-      expect(allows(role.rules, "promote", "stages", role.stage)).toBe(true);
-      expect(allows(role.rules, "patch", "freights/status")).toBe(true);
+      expect(allowsOnKargo(role.rules, "promote", "stages", role.stage)).toBe(true);
+      expect(allowsOnKargo(role.rules, "patch", "freights/status")).toBe(true);
       // Not for any other stage, so not for another environment or a gate.
       for (const other of pipeline.stages.filter((s) => s.name !== role.stage))
-        expect(allows(role.rules, "promote", "stages", other.name), other.name).toBe(false);
+        expect(allowsOnKargo(role.rules, "promote", "stages", other.name), other.name).toBe(false);
       // Not a promotion of their own (the API creates Promotions as the user), nor anything else.
-      expect(allows(role.rules, "create", "promotions")).toBe(false);
+      expect(allowsOnKargo(role.rules, "create", "promotions")).toBe(false);
       for (const verb of ["update", "patch", "delete"]) {
         for (const resource of ["stages", "freights", "warehouses", "projectconfigs", "promotions"])
-          expect(allows(role.rules, verb, resource, role.stage), `${verb} ${resource}`).toBe(false);
+          expect(allowsOnKargo(role.rules, verb, resource, role.stage), `${verb} ${resource}`).toBe(false);
       }
     }
   });
@@ -179,7 +165,7 @@ describe("who may let a destructive change through", () => {
   it("is separate from the gate approvers: nobody else may approve for an update stage", () => {
     for (const gate of approverRoles(pipeline)) {
       for (const update of pipeline.stages.filter((s) => s.kind === "update"))
-        expect(allows(gate.rules, "promote", "stages", update.name)).toBe(false);
+        expect(allowsOnKargo(gate.rules, "promote", "stages", update.name)).toBe(false);
     }
   });
 

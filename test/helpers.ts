@@ -36,3 +36,24 @@ export function one(plan: ProgramPlan, type: string, name?: string): PlannedReso
   expect(found, `exactly one ${type}${name ? ` named ${name}` : ""}`).toHaveLength(1);
   return found[0]!;
 }
+
+/** A Kubernetes RBAC rule, as our Roles hold them. */
+export type RbacRule = {
+  apiGroups: string[];
+  resources: string[];
+  resourceNames?: string[];
+  verbs: string[];
+};
+
+/**
+ * Kubernetes RBAC over Kargo's API group: does any rule allow `verb` on `resource` (`name` unknown = any
+ * object)? The tests' reading of our Roles; test/kube asks the real authorizer the same questions.
+ */
+export const allowsOnKargo = (rules: RbacRule[], verb: string, resource: string, name?: string) =>
+  rules.some(
+    (r) =>
+      r.apiGroups.includes("kargo.akuity.io") &&
+      (r.verbs.includes(verb) || r.verbs.includes("*")) &&
+      (r.resources.includes(resource) || r.resources.includes("*")) &&
+      (!r.resourceNames?.length || (name !== undefined && r.resourceNames.includes(name))),
+  );
