@@ -28,6 +28,18 @@ type Obj = {
 
 const pipeline = validatePipeline(definition);
 
+/** The gates a group approves, and the update stages whose destructive changes it approves. */
+const stagesOf = (group: string) => ({
+  gates: pipeline.stages.filter((s) => isGate(s) && s.approvers.includes(group)).map((s) => s.name),
+  updates: environmentStages(pipeline)
+    .filter(
+      (s) =>
+        s.kind === "update" &&
+        pipeline.environments[s.environment]!.destructiveChangeApprovers.includes(group),
+    )
+    .map((s) => s.name),
+});
+
 describe("what each approver group can do through Kargo's API", () => {
   let rulesOf: (group: string) => Rule[];
   const groups = [
@@ -71,16 +83,7 @@ describe("what each approver group can do through Kargo's API", () => {
   // gates); the README states what that gate approval reaches.
   it("lets a group approve Freight only for its environments' update stages, and its own gates if it has any of those", () => {
     for (const group of groups) {
-      const updates = environmentStages(pipeline)
-        .filter(
-          (s) =>
-            s.kind === "update" &&
-            pipeline.environments[s.environment]!.destructiveChangeApprovers.includes(group),
-        )
-        .map((s) => s.name);
-      const gates = pipeline.stages
-        .filter((s) => isGate(s) && s.approvers.includes(group))
-        .map((s) => s.name);
+      const { updates, gates } = stagesOf(group);
       const expected = (updates.length > 0 ? [...updates, ...gates] : []).sort();
       expect(stagesWhere(rulesOf(group), ["patch", "freights/status"]), group).toEqual(expected);
     }
@@ -88,16 +91,7 @@ describe("what each approver group can do through Kargo's API", () => {
 
   it("lets a group promote into its gates, and into the update stages it may approve for only when it also approves a gate", () => {
     for (const group of groups) {
-      const gates = pipeline.stages
-        .filter((s) => isGate(s) && s.approvers.includes(group))
-        .map((s) => s.name);
-      const updates = environmentStages(pipeline)
-        .filter(
-          (s) =>
-            s.kind === "update" &&
-            pipeline.environments[s.environment]!.destructiveChangeApprovers.includes(group),
-        )
-        .map((s) => s.name);
+      const { updates, gates } = stagesOf(group);
       const expected = (gates.length > 0 ? [...gates, ...updates] : []).sort();
       expect(stagesWhere(rulesOf(group), ["create", "promotions"]), group).toEqual(expected);
     }
