@@ -14,9 +14,8 @@ func TestAllDigitCommit(t *testing.T) {
 	const digits = "1234567890123456789012345678901234567890"
 	kargo := plan.Load(t, "kargo")
 	secret := tokenSecret(t, kargo)
-	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
-		stage := stageUsing(t, kargo, tpl.GetName())
-		base := newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: digits})
+	for _, tr := range templateRuns(t, kargo, digits) {
+		tpl, stage, base := tr.template, tr.stage, tr.base
 		if v := argValue(base, "commit"); v == nil || *v != digits {
 			t.Fatalf("%s: commit argument %v, want %s", stage.GetName(), v, digits)
 		}

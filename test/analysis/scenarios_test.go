@@ -180,9 +180,8 @@ func templateKind(stage *unstructured.Unstructured, run *v1alpha1.AnalysisRun) (
 func TestVerificationPhases(t *testing.T) {
 	kargo := plan.Load(t, "kargo")
 	secret := tokenSecret(t, kargo)
-	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
-		stage := stageUsing(t, kargo, tpl.GetName())
-		base := newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commit})
+	for _, tr := range templateRuns(t, kargo, commit) {
+		tpl, stage, base := tr.template, tr.stage, tr.base
 		kind, protected := templateKind(stage, base)
 		for _, sc := range scenarios(kind) {
 			if sc.updateOnly && kind != "update" {
@@ -259,4 +258,22 @@ func repoURL(t *testing.T, kargo *plan.Project) string {
 		t.Fatal("the Warehouse subscribes to no git repository")
 	}
 	return url
+}
+
+// templateRun is an AnalysisTemplate of the plan, the first Stage verifying with it, and the AnalysisRun
+// Kargo would create for that Stage's Freight at the given commit.
+type templateRun struct {
+	template *unstructured.Unstructured
+	stage    *unstructured.Unstructured
+	base     *v1alpha1.AnalysisRun
+}
+
+func templateRuns(t *testing.T, kargo *plan.Project, commitID string) []templateRun {
+	t.Helper()
+	var out []templateRun
+	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
+		stage := stageUsing(t, kargo, tpl.GetName())
+		out = append(out, templateRun{tpl, stage, newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commitID})})
+	}
+	return out
 }

@@ -34,9 +34,8 @@ func realisticOp(head string, i int) updateInfo {
 func TestMeasurementSize(t *testing.T) {
 	kargo := plan.Load(t, "kargo")
 	secret := tokenSecret(t, kargo)
-	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
-		stage := stageUsing(t, kargo, tpl.GetName())
-		base := newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commit})
+	for _, tr := range templateRuns(t, kargo, commit) {
+		tpl, stage, base := tr.template, tr.stage, tr.base
 		kind, _ := templateKind(stage, base)
 		t.Run(tpl.GetName(), func(t *testing.T) {
 			t.Parallel()
