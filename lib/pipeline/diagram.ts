@@ -1,5 +1,6 @@
 // The pipeline diagram README.md shows, drawn from a pipeline (`npm run docs`, lib/cli/docs.ts, writes it).
 import * as path from "node:path";
+import { replaceBetweenMarkers } from "../markdown";
 import { stageBranch } from "./names";
 import { freightPaths } from "./promotion";
 import { topologicalOrder, upstreamOf } from "./graph";
@@ -36,8 +37,5 @@ const END = "<!-- end of pipeline diagram -->";
 
 /** README.md with its pipeline diagram redrawn from `pipeline`. */
 export function withDiagram(readme: string, p: Pipeline): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the markers ${START} ... ${END}`);
-  return `${readme.slice(0, start)}${START}\n\n\`\`\`mermaid\n${pipelineMermaid(p)}\n\`\`\`\n\n${readme.slice(end)}`;
+  return replaceBetweenMarkers(readme, START, END, `\`\`\`mermaid\n${pipelineMermaid(p)}\n\`\`\``);
 }

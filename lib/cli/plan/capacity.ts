@@ -15,7 +15,7 @@ import { stackManifest } from "../../pipeline/stack-manifest";
 import { stackObjectName } from "../../pipeline/names";
 import type { Pipeline } from "../../pipeline/schema";
 import type { ProgramPlan } from "./harness";
-import { markdownTable } from "./markdown-table";
+import { markdownTable, replaceBetweenMarkers } from "../../markdown";
 
 export interface PlannedCapacity {
   groups: PodGroup[];
@@ -142,8 +142,5 @@ const END = "<!-- end of capacity table -->";
 
 /** README.md with its capacity table rewritten. */
 export function withCapacityTable(readme: string, table: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the markers ${START} ... ${END}`);
-  return `${readme.slice(0, start)}${START}\n\n${table}\n\n${readme.slice(end)}`;
+  return replaceBetweenMarkers(readme, START, END, table);
 }

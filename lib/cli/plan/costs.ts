@@ -1,6 +1,6 @@
 // What the planned resources cost idle, a month, in us-east-1 on-demand list prices: the README's cost table
 // (checked by test/costs.test.ts) and the cost heading of `npm run plan -- --diff` both come from here.
-import { markdownTable } from "./markdown-table";
+import { markdownTable, replaceBetweenMarkers } from "../../markdown";
 
 const HOURS_PER_MONTH = 730;
 
@@ -175,11 +175,9 @@ export function costTable({ items, total }: CostEstimate): string {
 
 /** README.md with its cost table, and the total it states above it, rewritten. */
 export function withCostTable(readme: string, estimate: CostEstimate): string {
-  const start = readme.indexOf(COST_START);
-  const end = readme.indexOf(COST_END);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the markers ${COST_START} ... ${COST_END}`);
-  const before = readme
-    .slice(0, start)
-    .replace(/about \*\*\$[\d.]+ a month\*\*/, `about **$${estimate.total.toFixed(2)} a month**`);
-  return `${before}${COST_START}\n\n${costTable(estimate)}\n\n${readme.slice(end)}`;
+  const stated = readme.replace(
+    /about \*\*\$[\d.]+ a month\*\*/,
+    `about **$${estimate.total.toFixed(2)} a month**`,
+  );
+  return replaceBetweenMarkers(stated, COST_START, COST_END, costTable(estimate));
 }
