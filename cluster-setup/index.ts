@@ -11,6 +11,7 @@ import { pulumiOperator } from "./addons/pulumiOperator";
 import { defaultDomainPrefix, loadClusterSetupConfig } from "./config";
 import { SingleSignOn } from "./singleSignOn";
 import { StackIdentity } from "./stackIdentity";
+import { encryptedGp3StorageClass } from "./storage";
 
 const config = loadClusterSetupConfig();
 const stack = pulumi.getStack();
@@ -65,6 +66,8 @@ const identity = new StackIdentity("stacks", {
   tags,
 });
 
+const storageClass = encryptedGp3StorageClass({ provider });
+
 // The contract `kargo` reads through its StackReference.
 export { kubeconfig };
 export const clusterName = cluster.requireOutput("clusterName");
@@ -84,6 +87,8 @@ export const previewServiceAccountName = identity.preview.serviceAccountName;
 export const previewRoleName = identity.preview.roleName;
 export const previewRoleArn = identity.preview.roleArn;
 export const pulumiAccessTokenSecretName = identity.accessTokenSecretName;
+// The class of the volume each PKO workspace keeps its Pulumi plugins on.
+export const pluginCacheStorageClass = storageClass.metadata.name;
 // Kargo's verification reads Pulumi Cloud with the same token.
 export const pulumiAccessToken = config.pulumiAccessToken;
 export const cognitoUserPoolId = sso.userPoolId;

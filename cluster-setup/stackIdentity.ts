@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { irsaTrustPolicy } from "../lib/irsa";
 import type { PolicyRule } from "./config";
 
 export interface StackIdentityArgs {
@@ -37,32 +38,6 @@ export interface Identity {
   serviceAccountName: pulumi.Output<string>;
   roleName: pulumi.Output<string>;
   roleArn: pulumi.Output<string>;
-}
-
-/** The IAM trust policy that lets exactly one ServiceAccount assume a role through the cluster's OIDC provider. */
-export function irsaTrustPolicy(
-  oidcProviderArn: string,
-  oidcProviderUrl: string,
-  namespace: string,
-  serviceAccount: string,
-): string {
-  const issuer = oidcProviderUrl.replace(/^https:\/\//, "");
-  return JSON.stringify({
-    Version: "2012-10-17",
-    Statement: [
-      {
-        Effect: "Allow",
-        Principal: { Federated: oidcProviderArn },
-        Action: "sts:AssumeRoleWithWebIdentity",
-        Condition: {
-          StringEquals: {
-            [`${issuer}:sub`]: `system:serviceaccount:${namespace}:${serviceAccount}`,
-            [`${issuer}:aud`]: "sts.amazonaws.com",
-          },
-        },
-      },
-    ],
-  });
 }
 
 const READ_VERBS = ["get", "list", "watch"];

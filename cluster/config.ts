@@ -21,6 +21,13 @@ export const architectureOf = (instanceType: string): "arm64" | "x86_64" =>
  */
 export const eksKubernetesVersions = ["1.31", "1.32", "1.33", "1.34", "1.35", "1.36"] as const;
 
+/**
+ * The aws-ebs-csi-driver add-on version the cluster runs: driver v1.67.1 (kubernetes-sigs/aws-ebs-csi-driver,
+ * October 2026), which EKS offers for every version in eksKubernetesVersions. Check it with
+ * `aws eks describe-addon-versions --addon-name aws-ebs-csi-driver --kubernetes-version <version>`.
+ */
+export const EBS_CSI_DRIVER_VERSION = "v1.67.1-eksbuild.1";
+
 /** EKS accepts at most 40 CIDR blocks for its public endpoint (aws/containers-roadmap#2174). */
 const EKS_PUBLIC_ACCESS_CIDR_LIMIT = 40;
 
@@ -106,6 +113,13 @@ export const clusterConfigSchema = z
         error: 'allowed values are "STANDARD" (upgraded at end of standard support) and "EXTENDED" ($0.60/h)',
       })
       .default("STANDARD"),
+    ebsCsiDriverVersion: z
+      .string()
+      .regex(
+        /^v\d+\.\d+\.\d+-eksbuild\.\d+$/,
+        'must be an EKS add-on version such as "v1.67.1-eksbuild.1" (aws eks describe-addon-versions --addon-name aws-ebs-csi-driver)',
+      )
+      .default(EBS_CSI_DRIVER_VERSION),
     ciDeployRoleArn: configFields.iamRoleArn.or(z.literal("")).default(""),
     ciPreviewRoleArn: configFields.iamRoleArn.or(z.literal("")).default(""),
   })

@@ -39,6 +39,7 @@ export = async () => {
     clusterName,
     kubernetesVersion: config.kubernetesVersion,
     supportType: config.supportType,
+    ebsCsiDriverVersion: config.ebsCsiDriverVersion,
     nodeInstanceTypes: config.nodeInstanceTypes,
     nodeCapacityType: config.nodeCapacityType,
     nodeMinSize: config.nodeMinSize,

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as eks from "@pulumi/eks";
 import * as pulumi from "@pulumi/pulumi";
 import { architectureOf } from "./config";
+import { ebsCsiDriver } from "./ebsCsiDriver";
 import { accessEntryKey } from "./identity";
 
 export interface PlatformClusterArgs {
@@ -41,6 +42,8 @@ export interface PlatformClusterArgs {
   clusterLogTypes: string[];
   /** Days CloudWatch keeps the control-plane logs. */
   clusterLogRetentionDays: number;
+  /** Version of the EBS CSI driver add-on, pinned (`aws eks describe-addon-versions`). */
+  ebsCsiDriverVersion: string;
   /** "STANDARD": EKS upgrades the cluster at the end of standard support; "EXTENDED": $0.60/h instead. */
   supportType: "STANDARD" | "EXTENDED";
   tags: Record<string, string>;
@@ -192,9 +195,26 @@ export class PlatformCluster extends pulumi.ComponentResource {
       { parent: this, dependsOn: nodePolicyAttachments },
     );
 
+    const ebs = ebsCsiDriver(
+      `${name}-ebs-csi-driver`,
+      {
+        clusterName: cluster.eksCluster.name,
+        version: args.ebsCsiDriverVersion,
+        oidcProviderArn: cluster.oidcProviderArn,
+        oidcProviderUrl: cluster.oidcProviderUrl,
+        partition,
+        tags: args.tags,
+      },
+      this,
+      [nodeGroup],
+    );
+
     this.clusterName = pulumi.output(args.clusterName);
-    // Depend on the node group so downstream projects only start once nodes can run their pods.
-    this.kubeconfig = pulumi.secret(pulumi.all([cluster.kubeconfigJson, nodeGroup.urn]).apply(([kc]) => kc));
+    // Depend on the node group and the EBS CSI driver so downstream projects only start once nodes can run
+    // their pods and volumes can be provisioned for them.
+    this.kubeconfig = pulumi.secret(
+      pulumi.all([cluster.kubeconfigJson, nodeGroup.urn, ebs.addon.urn]).apply(([kc]) => kc),
+    );
     this.oidcProviderArn = cluster.oidcProviderArn;
     this.oidcProviderUrl = cluster.oidcProviderUrl;
     this.nodeRoleArn = nodeRole.arn;

@@ -107,6 +107,7 @@ export = async () => {
     argocdProject: setup.argocdProject,
     git: { username: config.gitUsername, token: config.gitToken, readToken: config.gitReadToken },
     pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
+    pluginCacheStorageClass: setup.pluginCacheStorageClass,
   });
   if (!config.gitReadToken)
     pulumi.log.warn(

@@ -30,6 +30,9 @@ export const pipeline: PipelineInput = {
     // Sized for `pulumi up` with the AWS provider; test/capacity checks every environment stage's workspace
     // fits beside the platform on the nodes (README, "What the nodes hold").
     workspaceResources: { requests: { cpu: "250m", memory: "640Mi" }, limits: { memory: "1536Mi" } },
+    // Each environment stage's workspace keeps its Pulumi plugins on a volume of this size (encrypted gp3,
+    // $0.08 per GiB-month), so a promotion downloads no provider it ran with before.
+    pluginCacheGiB: 4,
   },
   // Each environment's config is Pulumi.<pulumiStack>.yaml beside the promoted program.
   environments: {

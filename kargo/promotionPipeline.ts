@@ -12,7 +12,7 @@ import {
   warehouseSpec,
 } from "../lib/pipeline/promotion";
 import { approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
-import { applicationSpec } from "../lib/pipeline/stack-manifest";
+import { applicationSpec, pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import { analysisTemplateKinds, analysisTemplateSpec } from "../lib/pipeline/verification";
 import { topologicalOrder } from "../lib/pipeline/graph";
 import { stackObjectName } from "../lib/pipeline/names";
@@ -32,6 +32,8 @@ export interface PromotionPipelineArgs {
   git: { username: string; token: pulumi.Input<string>; readToken?: pulumi.Input<string> };
   /** The Pulumi Cloud token verification reads updates with (read access is enough). */
   pulumiAccessToken: pulumi.Input<string>;
+  /** cluster-setup's StorageClass for the workspaces' plugin caches. */
+  pluginCacheStorageClass: string;
 }
 
 /**
@@ -175,6 +177,14 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           k8sOpts,
         ),
     );
+
+    // Each stage's plugin cache exists before its first promotion: a workspace pod naming a missing claim
+    // would never be scheduled. Here, not on the stage branch, because the volume belongs to the stage, not
+    // to a Freight: it keeps its plugins from one promotion to the next and needs no sync to come back.
+    for (const s of environmentStages(p)) {
+      const claim = pluginCacheClaim(p, s, args.pluginCacheStorageClass);
+      new k8s.core.v1.PersistentVolumeClaim(claim.metadata.name, claim, k8sOpts);
+    }
 
     const stages = new Map<string, kargo.Stage>();
     for (const s of topologicalOrder(p.stages)) {

@@ -29,6 +29,8 @@ export interface ClusterSetup {
   /** The read-only identity every preview runs under. */
   previewIdentity: StackIdentity;
   pulumiAccessTokenSecretName: string;
+  /** The StorageClass of the workspaces' plugin caches. */
+  pluginCacheStorageClass: string;
   cognitoUserPoolId: string;
   cognitoRegion: string;
   cognitoIssuerUrl: string;
@@ -70,6 +72,7 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
       roleArn: await plain("previewRoleArn"),
     },
     pulumiAccessTokenSecretName: await plain("pulumiAccessTokenSecretName"),
+    pluginCacheStorageClass: await plain("pluginCacheStorageClass"),
     cognitoUserPoolId: await plain("cognitoUserPoolId"),
     cognitoRegion: await plain("cognitoRegion"),
     cognitoIssuerUrl: await plain("cognitoIssuerUrl"),

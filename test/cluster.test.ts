@@ -4,6 +4,7 @@ import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { readStackConfig, repoRoot } from "../lib/cli/plan/projects";
+import { EBS_CSI_DRIVER_VERSION } from "../cluster/config";
 import { ofType, one, planProject } from "./helpers";
 
 describe("cluster project", () => {
@@ -114,15 +115,54 @@ describe("cluster project", () => {
     }
   });
 
-  it("gives nodes only the worker, CNI and image-pull policies", () => {
-    const policies = ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").map(
-      (r) => r.inputs.policyArn,
-    );
-    expect(policies.sort()).toEqual([
+  it("gives nodes only the worker, CNI and image-pull policies, and the EBS CSI driver its own", () => {
+    const attached = (role: string) =>
+      ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        .filter((r) => new RegExp(`^${role}-[0-9a-f]{7}$`).test(String(r.inputs.role)))
+        .map((r) => r.inputs.policyArn);
+    expect(attached("platform-nodes").sort()).toEqual([
       "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
       "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
       "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     ]);
+    expect(attached("platform-ebs-csi-driver")).toEqual([
+      "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+    ]);
+  });
+
+  it("runs the EBS CSI driver as a pinned EKS add-on once the nodes are up, as a role only its controller's ServiceAccount assumes", () => {
+    const addon = one(plan, "aws:eks/addon:Addon", "platform-ebs-csi-driver");
+    const role = one(plan, "aws:iam/role:Role", "platform-ebs-csi-driver");
+    const config = readStackConfig("cluster").values;
+    expect(addon.inputs).toMatchObject({
+      addonName: "aws-ebs-csi-driver",
+      addonVersion: config["cluster:ebsCsiDriverVersion"] ?? EBS_CSI_DRIVER_VERSION,
+      clusterName: "platform-example",
+    });
+    // The role the add-on's ServiceAccount is annotated with is the one trusted below.
+    expect(addon.inputs.serviceAccountRoleArn).toMatch(
+      /^arn:aws:iam::\d{12}:role\/platform-ebs-csi-driver-[0-9a-f]{7}$/,
+    );
+    expect(addon.dependsOn).toContain(role.urn);
+    expect(addon.inputs.addonVersion).toMatch(/^v\d+\.\d+\.\d+-eksbuild\.\d+$/);
+    expect(addon.dependsOn).toContain(one(plan, "eks:index:ManagedNodeGroup").urn);
+    const issuer = String(plan.outputs.oidcProviderUrl).replace("https://", "");
+    expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual({
+      Version: "2012-10-17",
+      Statement: [
+        {
+          Effect: "Allow",
+          Principal: { Federated: plan.outputs.oidcProviderArn },
+          Action: "sts:AssumeRoleWithWebIdentity",
+          Condition: {
+            StringEquals: {
+              [`${issuer}:sub`]: "system:serviceaccount:kube-system:ebs-csi-controller-sa",
+              [`${issuer}:aud`]: "sts.amazonaws.com",
+            },
+          },
+        },
+      ],
+    });
   });
 
   it("tags what it creates with the stack it belongs to", () => {

@@ -41,6 +41,10 @@ export const stackConfigFile = (p: Pipeline, environment: string) =>
 export const stackObjectName = (pipeline: Pick<Pipeline, "project">, stageName: string) =>
   `${pipeline.project}-${stageName}`;
 
+/** The PersistentVolumeClaim a stage's workspace keeps its Pulumi plugins on, in the stacks namespace. */
+export const pluginCacheClaimName = (pipeline: Pick<Pipeline, "project">, stageName: string) =>
+  `${stackObjectName(pipeline, stageName)}-plugins`;
+
 /** The file every promotion writes beside the stage's manifest, saying what the branch is. */
 export const stageBranchFile = "PIPELINE-STAGE.md";
 

@@ -10,6 +10,9 @@ export const PULUMI_CLOUD_API = "https://api.pulumi.com";
 /** Longest `metadata.name` a PKO Stack may have (a CEL rule in its CRD). */
 export const MAX_STACK_NAME = 42;
 
+const PLUGIN_CACHE_GIB_ALLOWED =
+  "must be a whole number of GiB from 2 (one AWS provider and the next during an upgrade) to 64";
+
 export const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 const quantity = z
@@ -104,6 +107,16 @@ export const pipelineSchema = z.strictObject({
       requests: z.strictObject({ cpu: quantity, memory: quantity }),
       limits: z.strictObject({ memory: quantity }),
     }),
+    /**
+     * Size of the volume each environment stage's workspace keeps its Pulumi plugins on, across runs. The AWS
+     * provider takes about 0.7 GB unpacked, and a provider upgrade keeps the old version beside the new one.
+     */
+    pluginCacheGiB: z
+      .number({ error: PLUGIN_CACHE_GIB_ALLOWED })
+      .int(PLUGIN_CACHE_GIB_ALLOWED)
+      .min(2, PLUGIN_CACHE_GIB_ALLOWED)
+      .max(64, PLUGIN_CACHE_GIB_ALLOWED)
+      .default(4),
   }),
   environments: z.record(z.string(), environment),
   stages: z.array(stage),

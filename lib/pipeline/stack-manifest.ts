@@ -3,7 +3,7 @@
 // that syncs it from the stage's branch.
 import type * as argocd from "../crds/generated/argocd";
 import type * as pko from "../crds/generated/pko";
-import { stackManifestFile, stackObjectName, stageBranch } from "./names";
+import { pluginCacheClaimName, stackManifestFile, stackObjectName, stageBranch } from "./names";
 import type { EnvironmentStage, Pipeline } from "./schema";
 
 export function applicationSpec(
@@ -79,10 +79,11 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
         // PKO's agent caps its own memory at the request (v2.9.0 workspace_controller.go AGENT_MEMLIMIT).
         resources: p.stacks.workspaceResources,
         // The restricted profile runs as uid 1000 (PKO v2.9.0 workspace_controller.go), which has no home
-        // directory in pulumi-base; the shared volume is writable. pulumi-base has no -nonroot variant (only
-        // the ~2 GB pulumi/pulumi has, pulumi/pulumi-docker-containers docker/pulumi/Dockerfile), so this is
-        // what lets the ~200 MB image run non-root. Plugins land there too and go with the pod.
-        env: [{ name: "PULUMI_HOME", value: "/share/.pulumi" }],
+        // directory in pulumi-base; PULUMI_HOME is a volume of the pod instead. pulumi-base has no -nonroot
+        // variant (only the ~2 GB pulumi/pulumi has, pulumi/pulumi-docker-containers docker/pulumi/Dockerfile),
+        // so this is what lets the ~200 MB image run non-root.
+        env: [{ name: "PULUMI_HOME", value: WORKSPACE_PULUMI_HOME }],
+        podTemplate: workspacePluginCache(p, s),
       },
     },
   };
@@ -97,5 +98,65 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
       annotations: { "argocd.argoproj.io/sync-options": "Prune=false,Delete=false" },
     },
     spec,
+  };
+}
+
+/** Where the workspace's Pulumi CLI keeps its state: a pod-lived emptyDir, with only `plugins/` persistent. */
+export const WORKSPACE_PULUMI_HOME = "/pulumi-home";
+
+/** The uid and gid PKO v2.9.0's restricted profile runs every workspace container as (workspace_controller.go). */
+const RESTRICTED_PROFILE_ID = 1000;
+
+/**
+ * The pod template PKO merges into each workspace pod (strategic merge: pulumi-kubernetes-operator v2.9.0
+ * operator/internal/controller/auto/workspace_controller.go mergePodTemplateSpec; containers merge by name,
+ * volumeMounts by mountPath, volumes by name): `pulumi install` finds the plugins of the last run under
+ * `$PULUMI_HOME/plugins` on the stage's own volume and downloads nothing.
+ *
+ * Only `plugins/` outlives the pod; the rest of PULUMI_HOME (credentials, workspace settings) stays on an
+ * emptyDir. PULUMI_HOME is that emptyDir's root, not a folder of PKO's `/share`: the runtime creates a
+ * missing mount point's parents as root, mode 0755, and uid 1000 could not write beside the plugins.
+ * fsGroup makes the volume writable to the workspace (PKO sets runAsUser and runAsGroup but no fsGroup);
+ * OnRootMismatch skips relabelling every plugin file on each start once the volume's root is right.
+ */
+export function workspacePluginCache(p: Pipeline, s: EnvironmentStage) {
+  return {
+    spec: {
+      securityContext: { fsGroup: RESTRICTED_PROFILE_ID, fsGroupChangePolicy: "OnRootMismatch" },
+      containers: [
+        {
+          name: "pulumi",
+          volumeMounts: [
+            { name: "pulumi-home", mountPath: WORKSPACE_PULUMI_HOME },
+            { name: "plugin-cache", mountPath: `${WORKSPACE_PULUMI_HOME}/plugins` },
+          ],
+        },
+      ],
+      volumes: [
+        { name: "pulumi-home", emptyDir: {} },
+        { name: "plugin-cache", persistentVolumeClaim: { claimName: pluginCacheClaimName(p, s.name) } },
+      ],
+    },
+  };
+}
+
+/**
+ * The claim a stage's workspace keeps its plugins on: one per stage, never shared. A volume attaches to one
+ * node at a time (ReadWriteOnce), and the preview and the update of one environment can run at once (the
+ * next Freight previews while the last one updates). Per stage also keeps a preview's identity from writing
+ * a plugin binary that the update's identity would then run.
+ */
+export function pluginCacheClaim(p: Pipeline, s: EnvironmentStage, storageClassName: string) {
+  return {
+    metadata: {
+      name: pluginCacheClaimName(p, s.name),
+      namespace: p.stacks.namespace,
+      labels: { "app.kubernetes.io/part-of": p.project, "app.kubernetes.io/instance": s.name },
+    },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      storageClassName,
+      resources: { requests: { storage: `${p.stacks.pluginCacheGiB}Gi` } },
+    },
   };
 }

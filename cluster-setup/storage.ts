@@ -1,0 +1,27 @@
+import * as k8s from "@pulumi/kubernetes";
+
+/** The StorageClass of the volumes PKO workspaces keep their Pulumi plugins on (kargo's claims name it). */
+export const ENCRYPTED_GP3_STORAGE_CLASS = "gp3-encrypted";
+
+/**
+ * Encrypted gp3 volumes from the EBS CSI driver (the cluster project's add-on). A volume is created in the
+ * zone of the first pod that mounts it (WaitForFirstConsumer), so that pod is never stuck on a volume in a
+ * zone without a node; a deleted claim's volume goes with it (what it holds is a cache). ext4 named
+ * explicitly: the kubelet applies a pod's fsGroup only to a volume with an fsType (the driver's
+ * fsGroupPolicy, ReadWriteOnceWithFSType), and the workspaces write as uid 1000, not root.
+ * Parameters: kubernetes-sigs/aws-ebs-csi-driver docs/parameters.md.
+ */
+export function encryptedGp3StorageClass(opts: { provider: k8s.Provider }): k8s.storage.v1.StorageClass {
+  return new k8s.storage.v1.StorageClass(
+    ENCRYPTED_GP3_STORAGE_CLASS,
+    {
+      metadata: { name: ENCRYPTED_GP3_STORAGE_CLASS },
+      provisioner: "ebs.csi.aws.com",
+      parameters: { type: "gp3", encrypted: "true", "csi.storage.k8s.io/fstype": "ext4" },
+      reclaimPolicy: "Delete",
+      volumeBindingMode: "WaitForFirstConsumer",
+      allowVolumeExpansion: true,
+    },
+    opts,
+  );
+}
