@@ -236,6 +236,24 @@ describe("cluster-setup project", () => {
     expect(everything).not.toContain("aws:iam/accessKey:AccessKey");
   });
 
+  it("offers encrypted gp3 volumes from the EBS CSI driver, created in the zone of their first pod, gone with their claim, and exports their class for the plugin caches", () => {
+    const classes = ofType(plan, "kubernetes:storage.k8s.io/v1:StorageClass").map((r) => r.inputs);
+    expect(classes).toEqual([
+      {
+        apiVersion: "storage.k8s.io/v1",
+        kind: "StorageClass",
+        metadata: { name: plan.outputs.pluginCacheStorageClass },
+        provisioner: "ebs.csi.aws.com",
+        parameters: { type: "gp3", encrypted: "true", "csi.storage.k8s.io/fstype": "ext4" },
+        reclaimPolicy: "Delete",
+        volumeBindingMode: "WaitForFirstConsumer",
+        allowVolumeExpansion: true,
+      },
+    ]);
+    // Not the cluster's default class: only the claims that name it get it.
+    expect(JSON.stringify(classes)).not.toContain("is-default-class");
+  });
+
   it("exports what kargo needs, secret where it should be", () => {
     expect(plan.upstream.secretOutputNames.sort()).toEqual([
       "argocdAdminPassword",

@@ -272,6 +272,33 @@ describe("kargo project", () => {
     expect(new Set(apps.map((a) => a.spec.source.targetRevision)).size).toBe(apps.length);
   });
 
+  it("gives each environment stage, a fork's new ones too, its own plugin cache claim of cluster-setup's StorageClass, sized by the pipeline", () => {
+    const claims = ofKind("PersistentVolumeClaim");
+    expect(claims.map((c) => c.metadata.name).sort()).toEqual(
+      environmentStageNames(pipeline)
+        .map((s) => `${pipeline.project}-${s}-plugins`)
+        .sort(),
+    );
+    for (const claim of claims) {
+      expect(claim.metadata.namespace).toBe(pipeline.stacks.namespace);
+      expect(claim.spec).toEqual({
+        accessModes: ["ReadWriteOnce"],
+        storageClassName: setup.outputs.pluginCacheStorageClass,
+        resources: { requests: { storage: `${pipeline.stacks.pluginCacheGiB}Gi` } },
+      });
+    }
+    // The Stack template of each stage mounts exactly its stage's claim.
+    for (const s of environmentStageNames(pipeline)) {
+      const manifest = YAML.parse(
+        fs.readFileSync(path.join(repoRoot, pipeline.stacks.dir, `${s}.yaml`), "utf8"),
+      );
+      const volumes = manifest.spec.workspaceTemplate.spec.podTemplate.spec.volumes;
+      expect(volumes.filter((v: Obj) => v.persistentVolumeClaim)).toEqual([
+        { name: "plugin-cache", persistentVolumeClaim: { claimName: `${pipeline.project}-${s}-plugins` } },
+      ]);
+    }
+  });
+
   it("labels the git credentials for Kargo and keeps every credential secret", () => {
     const secrets = ofKind("Secret");
     const git = secrets.find(

@@ -178,6 +178,18 @@ describe("the pipeline definition", () => {
       { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, workspaceImage: "pulumi/pulumi" } },
       /stacks.workspaceImage: must be an image with a pinned tag/,
     ],
+    ...(
+      [
+        ["a plugin cache too small for one AWS provider and the next", 1],
+        ["a plugin cache in fractions of a GiB", 2.5],
+        ["a plugin cache beyond the bound", 65],
+        ["a plugin cache size given as a quantity", "4Gi"],
+      ] as const
+    ).map(([title, pluginCacheGiB]) => [
+      title,
+      { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, pluginCacheGiB } },
+      /stacks\.pluginCacheGiB: must be a whole number of GiB from 2 \(one AWS provider and the next during an upgrade\) to 64/,
+    ]),
     [
       "workspace memory that is not a Kubernetes quantity",
       {

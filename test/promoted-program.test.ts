@@ -124,8 +124,38 @@ describe("stacks/", () => {
         limits: { memory: "1536Mi" },
       });
       expect(m.spec.workspaceReclaimPolicy).toBe("Delete");
-      expect(ws.env).toEqual([{ name: "PULUMI_HOME", value: "/share/.pulumi" }]);
+      expect(ws.env).toEqual([{ name: "PULUMI_HOME", value: "/pulumi-home" }]);
     }
+  });
+
+  it("keeps only PULUMI_HOME/plugins across runs, on a claim of the Stack's own stage, writable to uid 1000", () => {
+    const claims = new Set<string>();
+    for (const m of manifests()) {
+      const ws = m.spec.workspaceTemplate.spec;
+      const home = ws.env.find((e: { name: string }) => e.name === "PULUMI_HOME").value;
+      const pod = ws.podTemplate.spec;
+      // PKO's restricted profile runs as uid/gid 1000 and sets no fsGroup (v2.9.0 workspace_controller.go).
+      expect(pod.securityContext).toEqual({ fsGroup: 1000, fsGroupChangePolicy: "OnRootMismatch" });
+      // Merged by name into PKO's own container (containers' patch merge key).
+      expect(pod.containers.map((c: { name: string }) => c.name)).toEqual(["pulumi"]);
+      const mounts = Object.fromEntries(
+        pod.containers[0].volumeMounts.map((v: { name: string; mountPath: string }) => [v.mountPath, v.name]),
+      );
+      const volume = (mountPath: string) =>
+        pod.volumes.find((v: { name: string }) => v.name === mounts[mountPath]);
+      // PULUMI_HOME is a volume's root, so no mount point's parent is left to the runtime to create as root;
+      // it dies with the pod, credentials and all.
+      expect(volume(home)).toEqual({ name: mounts[home], emptyDir: {} });
+      const stage = m.metadata.labels["app.kubernetes.io/instance"];
+      expect(volume(`${home}/plugins`).persistentVolumeClaim).toEqual({
+        claimName: `${pipeline.project}-${stage}-plugins`,
+      });
+      expect(Object.keys(mounts).sort()).toEqual([home, `${home}/plugins`]);
+      claims.add(volume(`${home}/plugins`).persistentVolumeClaim.claimName);
+    }
+    // One claim per Stack: a ReadWriteOnce volume attaches to one node, and a preview and its environment's
+    // update can run at once.
+    expect(claims.size).toBe(manifests().length);
   });
 
   it("never names a commit: only a promotion pins one, on the stage's branch, so nothing runs before it", () => {
