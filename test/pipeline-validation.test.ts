@@ -185,9 +185,10 @@ describe("the pipeline definition", () => {
         ["a plugin cache beyond the bound", 65],
         ["a plugin cache size given as a quantity", "4Gi"],
       ] as const
-    ).map(([title, pluginCacheGiB]) => [
+    ).map(([title, pluginCacheGiB]): [string, PipelineInput, RegExp] => [
       title,
-      { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, pluginCacheGiB } },
+      // A size the type allows only as a number; the string case is what a hand edit could still write.
+      { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, pluginCacheGiB: pluginCacheGiB as number } },
       /stacks\.pluginCacheGiB: must be a whole number of GiB from 2 \(one AWS provider and the next during an upgrade\) to 64/,
     ]),
     [
