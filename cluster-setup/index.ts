@@ -77,6 +77,8 @@ export const vpcId = cluster.requireOutput("vpcId");
 export const publicSubnetIds = cluster.requireOutput("publicSubnetIds");
 export const nodeSecurityGroupId = cluster.requireOutput("nodeSecurityGroupId");
 export const nodeAutoScalingGroupNames = cluster.requireOutput("nodeAutoScalingGroupNames");
+// Whether the cluster can provision the plugin caches' volumes; false for a cluster from before the output.
+export const ebsCsiDriver = cluster.getOutput("ebsCsiDriver").apply((on) => on === true);
 export const stacksRepoURL = config.stacksRepoURL;
 export const stacksNamespace = identity.namespace;
 // ServiceAccounts are named <stackServiceAccount>-<environment> and <stackServiceAccount>-preview.

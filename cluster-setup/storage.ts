@@ -6,10 +6,10 @@ export const ENCRYPTED_GP3_STORAGE_CLASS = "gp3-encrypted";
 /**
  * Encrypted gp3 volumes from the EBS CSI driver (the cluster project's add-on). A volume is created in the
  * zone of the first pod that mounts it (WaitForFirstConsumer), so that pod is never stuck on a volume in a
- * zone without a node; a deleted claim's volume goes with it (what it holds is a cache). ext4 named
- * explicitly: the kubelet applies a pod's fsGroup only to a volume with an fsType (the driver's
- * fsGroupPolicy, ReadWriteOnceWithFSType), and the workspaces write as uid 1000, not root.
- * Parameters: kubernetes-sigs/aws-ebs-csi-driver docs/parameters.md.
+ * zone without a node; a deleted claim's volume goes with it (what it holds is a cache). The driver
+ * declares `fsGroupPolicy: File` (kubernetes-sigs/aws-ebs-csi-driver charts/aws-ebs-csi-driver/templates/
+ * csidriver.yaml), so the kubelet hands a new volume to the workspace's fsGroup: the workspaces write as uid
+ * 1000, not root. Parameters: kubernetes-sigs/aws-ebs-csi-driver docs/parameters.md.
  */
 export function encryptedGp3StorageClass(opts: { provider: k8s.Provider }): k8s.storage.v1.StorageClass {
   return new k8s.storage.v1.StorageClass(

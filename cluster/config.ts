@@ -113,6 +113,7 @@ export const clusterConfigSchema = z
         error: 'allowed values are "STANDARD" (upgraded at end of standard support) and "EXTENDED" ($0.60/h)',
       })
       .default("STANDARD"),
+    ebsCsiDriver: z.boolean().default(false),
     ebsCsiDriverVersion: z
       .string()
       .regex(

@@ -39,7 +39,7 @@ export = async () => {
     clusterName,
     kubernetesVersion: config.kubernetesVersion,
     supportType: config.supportType,
-    ebsCsiDriverVersion: config.ebsCsiDriverVersion,
+    ebsCsiDriverVersion: config.ebsCsiDriver ? config.ebsCsiDriverVersion : undefined,
     nodeInstanceTypes: config.nodeInstanceTypes,
     nodeCapacityType: config.nodeCapacityType,
     nodeMinSize: config.nodeMinSize,
@@ -69,5 +69,6 @@ export = async () => {
     nodeSecurityGroupId: cluster.nodeSecurityGroupId,
     nodeAutoScalingGroupNames: cluster.nodeAutoScalingGroupNames,
     controlPlaneLogGroupName: cluster.logGroupName,
+    ebsCsiDriver: cluster.ebsCsiDriver,
   };
 };

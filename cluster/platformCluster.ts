@@ -42,8 +42,8 @@ export interface PlatformClusterArgs {
   clusterLogTypes: string[];
   /** Days CloudWatch keeps the control-plane logs. */
   clusterLogRetentionDays: number;
-  /** Version of the EBS CSI driver add-on, pinned (`aws eks describe-addon-versions`). */
-  ebsCsiDriverVersion: string;
+  /** The EBS CSI driver add-on at this pinned version (`aws eks describe-addon-versions`), or none. */
+  ebsCsiDriverVersion: string | undefined;
   /** "STANDARD": EKS upgrades the cluster at the end of standard support; "EXTENDED": $0.60/h instead. */
   supportType: "STANDARD" | "EXTENDED";
   tags: Record<string, string>;
@@ -69,6 +69,8 @@ export class PlatformCluster extends pulumi.ComponentResource {
   readonly logGroupName: pulumi.Output<string>;
   /** Auto Scaling groups EKS runs the managed nodes in, for load balancers that target node ports. */
   readonly nodeAutoScalingGroupNames: pulumi.Output<string[]>;
+  /** Whether the EBS CSI driver runs, so pods can have EBS volumes. */
+  readonly ebsCsiDriver: boolean;
 
   constructor(name: string, args: PlatformClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:cluster:PlatformCluster", name, {}, opts);
@@ -195,25 +197,29 @@ export class PlatformCluster extends pulumi.ComponentResource {
       { parent: this, dependsOn: nodePolicyAttachments },
     );
 
-    const ebs = ebsCsiDriver(
-      `${name}-ebs-csi-driver`,
-      {
-        clusterName: cluster.eksCluster.name,
-        version: args.ebsCsiDriverVersion,
-        oidcProviderArn: cluster.oidcProviderArn,
-        oidcProviderUrl: cluster.oidcProviderUrl,
-        partition,
-        tags: args.tags,
-      },
-      this,
-      [nodeGroup],
-    );
+    const ebs =
+      args.ebsCsiDriverVersion === undefined
+        ? undefined
+        : ebsCsiDriver(
+            `${name}-ebs-csi-driver`,
+            {
+              clusterName: cluster.eksCluster.name,
+              version: args.ebsCsiDriverVersion,
+              oidcProviderArn: cluster.oidcProviderArn,
+              oidcProviderUrl: cluster.oidcProviderUrl,
+              partition,
+              tags: args.tags,
+            },
+            this,
+            [nodeGroup],
+          );
+    this.ebsCsiDriver = ebs !== undefined;
 
     this.clusterName = pulumi.output(args.clusterName);
     // Depend on the node group and the EBS CSI driver so downstream projects only start once nodes can run
     // their pods and volumes can be provisioned for them.
     this.kubeconfig = pulumi.secret(
-      pulumi.all([cluster.kubeconfigJson, nodeGroup.urn, ebs.addon.urn]).apply(([kc]) => kc),
+      pulumi.all([cluster.kubeconfigJson, nodeGroup.urn, ebs?.addon.urn]).apply(([kc]) => kc),
     );
     this.oidcProviderArn = cluster.oidcProviderArn;
     this.oidcProviderUrl = cluster.oidcProviderUrl;

@@ -30,9 +30,10 @@ export const pipeline: PipelineInput = {
     // Sized for `pulumi up` with the AWS provider; test/capacity checks every environment stage's workspace
     // fits beside the platform on the nodes (README, "What the nodes hold").
     workspaceResources: { requests: { cpu: "250m", memory: "640Mi" }, limits: { memory: "1536Mi" } },
-    // Each environment stage's workspace keeps its Pulumi plugins on a volume of this size (encrypted gp3,
-    // $0.08 per GiB-month), so a promotion downloads no provider it ran with before.
-    pluginCacheGiB: 4,
+    // 0: every workspace downloads the AWS provider again (about 150 MB). 4 keeps each environment stage's
+    // plugins on an encrypted gp3 volume of 4 GiB across runs; it needs cluster:ebsCsiDriver and a third
+    // node (README, "Per promotion").
+    pluginCacheGiB: 0,
   },
   // Each environment's config is Pulumi.<pulumiStack>.yaml beside the promoted program.
   environments: {

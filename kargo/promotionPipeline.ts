@@ -181,7 +181,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // Each stage's plugin cache exists before its first promotion: a workspace pod naming a missing claim
     // would never be scheduled. Here, not on the stage branch, because the volume belongs to the stage, not
     // to a Freight: it keeps its plugins from one promotion to the next and needs no sync to come back.
-    for (const s of environmentStages(p)) {
+    for (const s of p.stacks.pluginCacheGiB > 0 ? environmentStages(p) : []) {
       const claim = pluginCacheClaim(p, s, args.pluginCacheStorageClass);
       new k8s.core.v1.PersistentVolumeClaim(claim.metadata.name, claim, k8sOpts);
     }

@@ -31,6 +31,8 @@ export interface ClusterSetup {
   pulumiAccessTokenSecretName: string;
   /** The StorageClass of the workspaces' plugin caches. */
   pluginCacheStorageClass: string;
+  /** Whether the cluster runs the EBS CSI driver, which provisions their volumes. */
+  ebsCsiDriver: boolean;
   cognitoUserPoolId: string;
   cognitoRegion: string;
   cognitoIssuerUrl: string;
@@ -73,6 +75,7 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
     },
     pulumiAccessTokenSecretName: await plain("pulumiAccessTokenSecretName"),
     pluginCacheStorageClass: await plain("pluginCacheStorageClass"),
+    ebsCsiDriver: await plain("ebsCsiDriver"),
     cognitoUserPoolId: await plain("cognitoUserPoolId"),
     cognitoRegion: await plain("cognitoRegion"),
     cognitoIssuerUrl: await plain("cognitoIssuerUrl"),
@@ -113,6 +116,12 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
     problems.push(
       `cluster-setup's Cognito user pool is in ${setup.cognitoRegion} but the cluster (where kargo creates ` +
         `the app client) is in ${setup.region}; deploy cluster-setup with aws:region ${setup.region}`,
+    );
+  }
+  // A claim no driver provisions stays Pending, and so would every workspace pod mounting it.
+  if (p.stacks.pluginCacheGiB > 0 && !setup.ebsCsiDriver) {
+    problems.push(
+      `pipeline stacks.pluginCacheGiB is ${p.stacks.pluginCacheGiB}, but the cluster runs no EBS CSI driver to provision the plugin caches; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0`,
     );
   }
   // Each environment runs under its own identity and every preview under the read-only one.

@@ -231,6 +231,29 @@ export const kubeSystemPods: PodGroup[] = [
   },
 ];
 
+/**
+ * The EBS CSI driver add-on (cluster/ebsCsiDriver.ts), when the cluster runs it, at its chart's defaults
+ * (kubernetes-sigs/aws-ebs-csi-driver charts/aws-ebs-csi-driver values.yaml and templates/controller.yaml):
+ * 10m/40Mi for every container, the sidecars taking the controller's; two controller replicas of five
+ * containers (no snapshotter without the snapshot CRDs), and a node pod of three containers on each node.
+ */
+export const ebsCsiDriverPods: PodGroup[] = [
+  {
+    owner: "kube-system",
+    name: "ebs-csi-controller",
+    kind: "Deployment",
+    replicas: 2,
+    requests: { cpu: 5 * 10, memory: 5 * 40 },
+  },
+  {
+    owner: "kube-system",
+    name: "ebs-csi-node",
+    kind: "DaemonSet",
+    replicas: 1,
+    requests: { cpu: 3 * 10, memory: 3 * 40 },
+  },
+];
+
 export interface CapacityReport {
   nodes: number;
   allocatable: Allocatable;

@@ -9,8 +9,10 @@ import { ofType, one, planProject } from "./helpers";
 
 describe("cluster project", () => {
   let plan: ProgramPlan;
+  let withDriver: ProgramPlan;
   beforeAll(async () => {
     plan = await planProject("cluster");
+    withDriver = await planProject("cluster", { "cluster:ebsCsiDriver": true });
   });
 
   it("builds a VPC with one NAT gateway and subnets tagged for load balancers", () => {
@@ -115,9 +117,9 @@ describe("cluster project", () => {
     }
   });
 
-  it("gives nodes only the worker, CNI and image-pull policies, and the EBS CSI driver its own", () => {
-    const attached = (role: string) =>
-      ofType(plan, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+  it("gives nodes only the worker, CNI and image-pull policies, and the EBS CSI driver, when on, its own", () => {
+    const attached = (role: string, from = plan) =>
+      ofType(from, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         .filter((r) => new RegExp(`^${role}-[0-9a-f]{7}$`).test(String(r.inputs.role)))
         .map((r) => r.inputs.policyArn);
     expect(attached("platform-nodes").sort()).toEqual([
@@ -125,14 +127,23 @@ describe("cluster project", () => {
       "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
       "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     ]);
-    expect(attached("platform-ebs-csi-driver")).toEqual([
+    expect(attached("platform-ebs-csi-driver")).toEqual([]);
+    expect(attached("platform-nodes", withDriver)).toEqual(attached("platform-nodes"));
+    expect(attached("platform-ebs-csi-driver", withDriver)).toEqual([
       "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
     ]);
   });
 
-  it("runs the EBS CSI driver as a pinned EKS add-on once the nodes are up, as a role only its controller's ServiceAccount assumes", () => {
-    const addon = one(plan, "aws:eks/addon:Addon", "platform-ebs-csi-driver");
-    const role = one(plan, "aws:iam/role:Role", "platform-ebs-csi-driver");
+  it("runs no EBS CSI driver unless asked: its pods do not fit beside the platform on two nodes", () => {
+    expect(readStackConfig("cluster").values["cluster:ebsCsiDriver"]).toBe(false);
+    expect(ofType(plan, "aws:eks/addon:Addon")).toEqual([]);
+    expect(plan.outputs.ebsCsiDriver).toBe(false);
+    expect(withDriver.outputs.ebsCsiDriver).toBe(true);
+  });
+
+  it("runs the EBS CSI driver, when asked, as a pinned EKS add-on once the nodes are up, as a role only its controller's ServiceAccount assumes", () => {
+    const addon = one(withDriver, "aws:eks/addon:Addon", "platform-ebs-csi-driver");
+    const role = one(withDriver, "aws:iam/role:Role", "platform-ebs-csi-driver");
     const config = readStackConfig("cluster").values;
     expect(addon.inputs).toMatchObject({
       addonName: "aws-ebs-csi-driver",
@@ -145,14 +156,14 @@ describe("cluster project", () => {
     );
     expect(addon.dependsOn).toContain(role.urn);
     expect(addon.inputs.addonVersion).toMatch(/^v\d+\.\d+\.\d+-eksbuild\.\d+$/);
-    expect(addon.dependsOn).toContain(one(plan, "eks:index:ManagedNodeGroup").urn);
-    const issuer = String(plan.outputs.oidcProviderUrl).replace("https://", "");
+    expect(addon.dependsOn).toContain(one(withDriver, "eks:index:ManagedNodeGroup").urn);
+    const issuer = String(withDriver.outputs.oidcProviderUrl).replace("https://", "");
     expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual({
       Version: "2012-10-17",
       Statement: [
         {
           Effect: "Allow",
-          Principal: { Federated: plan.outputs.oidcProviderArn },
+          Principal: { Federated: withDriver.outputs.oidcProviderArn },
           Action: "sts:AssumeRoleWithWebIdentity",
           Condition: {
             StringEquals: {
@@ -193,6 +204,7 @@ describe("cluster project", () => {
       [
         "clusterName",
         "controlPlaneLogGroupName",
+        "ebsCsiDriver",
         "kubeconfig",
         "nodeAutoScalingGroupNames",
         "nodeRoleArn",

@@ -10,6 +10,7 @@ import { programPolicy, programReadActions } from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { githubRepository } from "../lib/pipeline/names";
 import { approvalKey, freightPaths } from "../lib/pipeline/promotion";
+import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import { approverGroups } from "../lib/pipeline/rbac";
 import { isProtected, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -272,31 +273,49 @@ describe("kargo project", () => {
     expect(new Set(apps.map((a) => a.spec.source.targetRevision)).size).toBe(apps.length);
   });
 
-  it("gives each environment stage, a fork's new ones too, its own plugin cache claim of cluster-setup's StorageClass, sized by the pipeline", () => {
+  it("gives each environment stage its own plugin cache claim of cluster-setup's StorageClass when the pipeline asks for one, and none otherwise", () => {
     const claims = ofKind("PersistentVolumeClaim");
+    const cached = pipeline.stacks.pluginCacheGiB > 0 ? environmentStageNames(pipeline) : [];
     expect(claims.map((c) => c.metadata.name).sort()).toEqual(
-      environmentStageNames(pipeline)
-        .map((s) => `${pipeline.project}-${s}-plugins`)
-        .sort(),
+      cached.map((s) => `${pipeline.project}-${s}-plugins`).sort(),
     );
     for (const claim of claims) {
       expect(claim.metadata.namespace).toBe(pipeline.stacks.namespace);
-      expect(claim.spec).toEqual({
-        accessModes: ["ReadWriteOnce"],
-        storageClassName: setup.outputs.pluginCacheStorageClass,
-        resources: { requests: { storage: `${pipeline.stacks.pluginCacheGiB}Gi` } },
+      expect(claim.spec.storageClassName).toBe(setup.outputs.pluginCacheStorageClass);
+    }
+    // What a pipeline with a cache gets, stage by stage: a claim of its own, of the size asked for.
+    const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 6 } });
+    for (const s of on.stages.filter((s) => s.kind !== "gate")) {
+      expect(pluginCacheClaim(on, s, "gp3-encrypted")).toEqual({
+        metadata: {
+          name: `${on.project}-${s.name}-plugins`,
+          namespace: on.stacks.namespace,
+          labels: { "app.kubernetes.io/part-of": on.project, "app.kubernetes.io/instance": s.name },
+        },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "gp3-encrypted",
+          resources: { requests: { storage: "6Gi" } },
+        },
       });
     }
-    // The Stack template of each stage mounts exactly its stage's claim.
-    for (const s of environmentStageNames(pipeline)) {
-      const manifest = YAML.parse(
-        fs.readFileSync(path.join(repoRoot, pipeline.stacks.dir, `${s}.yaml`), "utf8"),
-      );
-      const volumes = manifest.spec.workspaceTemplate.spec.podTemplate.spec.volumes;
-      expect(volumes.filter((v: Obj) => v.persistentVolumeClaim)).toEqual([
-        { name: "plugin-cache", persistentVolumeClaim: { claimName: `${pipeline.project}-${s}-plugins` } },
-      ]);
-    }
+  });
+
+  it("refuses a plugin cache on a cluster without the EBS CSI driver, naming both settings", () => {
+    const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
+    const outputs = setup.upstream.outputs as Record<string, any>;
+    const upstream = (ebsCsiDriver: boolean) =>
+      ({
+        ...outputs,
+        network: {},
+        previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
+        ebsCsiDriver,
+      }) as unknown as ClusterSetup;
+    expect(() => checkAgainstClusterSetup(on, upstream(false))).toThrow(
+      "pipeline stacks.pluginCacheGiB is 4, but the cluster runs no EBS CSI driver to provision the plugin caches; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0",
+    );
+    expect(() => checkAgainstClusterSetup(on, upstream(true))).not.toThrow();
+    expect(() => checkAgainstClusterSetup(pipeline, upstream(false))).not.toThrow();
   });
 
   it("labels the git credentials for Kargo and keeps every credential secret", () => {

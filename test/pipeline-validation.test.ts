@@ -183,13 +183,14 @@ describe("the pipeline definition", () => {
         ["a plugin cache too small for one AWS provider and the next", 1],
         ["a plugin cache in fractions of a GiB", 2.5],
         ["a plugin cache beyond the bound", 65],
+        ["a negative plugin cache", -1],
         ["a plugin cache size given as a quantity", "4Gi"],
       ] as const
     ).map(([title, pluginCacheGiB]): [string, PipelineInput, RegExp] => [
       title,
       // A size the type allows only as a number; the string case is what a hand edit could still write.
       { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, pluginCacheGiB: pluginCacheGiB as number } },
-      /stacks\.pluginCacheGiB: must be a whole number of GiB from 2 \(one AWS provider and the next during an upgrade\) to 64/,
+      /stacks\.pluginCacheGiB: must be 0 \(no plugin cache\) or a whole number of GiB from 2 \(one AWS provider and the next during an upgrade\) to 64/,
     ]),
     [
       "workspace memory that is not a Kubernetes quantity",

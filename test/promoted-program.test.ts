@@ -128,34 +128,49 @@ describe("stacks/", () => {
     }
   });
 
-  it("keeps only PULUMI_HOME/plugins across runs, on a claim of the Stack's own stage, writable to uid 1000", () => {
+  it("keeps PULUMI_HOME on an emptyDir of the pod; with a plugin cache, only PULUMI_HOME/plugins outlives it, on a claim of the Stack's own stage, writable to uid 1000", () => {
+    const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
+    const templates = (p: typeof pipeline) =>
+      p.stages
+        .filter((s) => s.kind !== "gate")
+        .map((s) => ({ s, ws: stackManifest(p, s).spec.workspaceTemplate!.spec! }));
+    const mountsOf = (pod: any) =>
+      Object.fromEntries(pod.containers[0].volumeMounts.map((v: any) => [v.mountPath, v.name])) as Record<
+        string,
+        string
+      >;
+    const volumeAt = (pod: any, mountPath: string) =>
+      pod.volumes.find((v: { name: string }) => v.name === mountsOf(pod)[mountPath]);
     const claims = new Set<string>();
-    for (const m of manifests()) {
-      const ws = m.spec.workspaceTemplate.spec;
-      const home = ws.env.find((e: { name: string }) => e.name === "PULUMI_HOME").value;
-      const pod = ws.podTemplate.spec;
-      // PKO's restricted profile runs as uid/gid 1000 and sets no fsGroup (v2.9.0 workspace_controller.go).
-      expect(pod.securityContext).toEqual({ fsGroup: 1000, fsGroupChangePolicy: "OnRootMismatch" });
-      // Merged by name into PKO's own container (containers' patch merge key).
-      expect(pod.containers.map((c: { name: string }) => c.name)).toEqual(["pulumi"]);
-      const mounts = Object.fromEntries(
-        pod.containers[0].volumeMounts.map((v: { name: string; mountPath: string }) => [v.mountPath, v.name]),
-      );
-      const volume = (mountPath: string) =>
-        pod.volumes.find((v: { name: string }) => v.name === mounts[mountPath]);
-      // PULUMI_HOME is a volume's root, so no mount point's parent is left to the runtime to create as root;
-      // it dies with the pod, credentials and all.
-      expect(volume(home)).toEqual({ name: mounts[home], emptyDir: {} });
-      const stage = m.metadata.labels["app.kubernetes.io/instance"];
-      expect(volume(`${home}/plugins`).persistentVolumeClaim).toEqual({
-        claimName: `${pipeline.project}-${stage}-plugins`,
-      });
-      expect(Object.keys(mounts).sort()).toEqual([home, `${home}/plugins`]);
-      claims.add(volume(`${home}/plugins`).persistentVolumeClaim.claimName);
+    for (const [p, cached] of [
+      [pipeline, pipeline.stacks.pluginCacheGiB > 0],
+      [on, true],
+    ] as const) {
+      for (const { s, ws } of templates(p)) {
+        const home = ws.env!.find((e) => e.name === "PULUMI_HOME")!.value!;
+        const pod = ws.podTemplate!.spec as any;
+        // Merged by name into PKO's own container (containers' patch merge key).
+        expect(pod.containers.map((c: { name: string }) => c.name)).toEqual(["pulumi"]);
+        // PULUMI_HOME is a volume's root, so no mount point's parent is left to the runtime to create as
+        // root; it dies with the pod, credentials and all.
+        expect(volumeAt(pod, home)).toEqual({ name: mountsOf(pod)[home], emptyDir: {} });
+        if (!cached) {
+          expect(Object.keys(mountsOf(pod))).toEqual([home]);
+          expect(pod.securityContext).toBeUndefined();
+          continue;
+        }
+        // PKO's restricted profile runs as uid/gid 1000 and sets no fsGroup (v2.9.0 workspace_controller.go).
+        expect(pod.securityContext).toEqual({ fsGroup: 1000, fsGroupChangePolicy: "OnRootMismatch" });
+        expect(Object.keys(mountsOf(pod)).sort()).toEqual([home, `${home}/plugins`]);
+        expect(volumeAt(pod, `${home}/plugins`).persistentVolumeClaim).toEqual({
+          claimName: `${p.project}-${s.name}-plugins`,
+        });
+        claims.add(volumeAt(pod, `${home}/plugins`).persistentVolumeClaim.claimName);
+      }
     }
     // One claim per Stack: a ReadWriteOnce volume attaches to one node, and a preview and its environment's
     // update can run at once.
-    expect(claims.size).toBe(manifests().length);
+    expect(claims.size).toBe(templates(on).length);
   });
 
   it("never names a commit: only a promotion pins one, on the stage's branch, so nothing runs before it", () => {

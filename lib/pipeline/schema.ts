@@ -11,7 +11,7 @@ export const PULUMI_CLOUD_API = "https://api.pulumi.com";
 export const MAX_STACK_NAME = 42;
 
 const PLUGIN_CACHE_GIB_ALLOWED =
-  "must be a whole number of GiB from 2 (one AWS provider and the next during an upgrade) to 64";
+  "must be 0 (no plugin cache) or a whole number of GiB from 2 (one AWS provider and the next during an upgrade) to 64";
 
 export const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -108,15 +108,15 @@ export const pipelineSchema = z.strictObject({
       limits: z.strictObject({ memory: quantity }),
     }),
     /**
-     * Size of the volume each environment stage's workspace keeps its Pulumi plugins on, across runs. The AWS
-     * provider takes about 0.7 GB unpacked, and a provider upgrade keeps the old version beside the new one.
+     * Size of the volume each environment stage's workspace keeps its Pulumi plugins on, across runs; 0 for
+     * none (every run downloads them). The AWS provider takes about 0.7 GB unpacked, and a provider upgrade
+     * keeps the old version beside the new one. Needs the cluster's EBS CSI driver (cluster:ebsCsiDriver).
      */
     pluginCacheGiB: z
       .number({ error: PLUGIN_CACHE_GIB_ALLOWED })
       .int(PLUGIN_CACHE_GIB_ALLOWED)
-      .min(2, PLUGIN_CACHE_GIB_ALLOWED)
-      .max(64, PLUGIN_CACHE_GIB_ALLOWED)
-      .default(4),
+      .refine((gib) => gib === 0 || (gib >= 2 && gib <= 64), PLUGIN_CACHE_GIB_ALLOWED)
+      .default(0),
   }),
   environments: z.record(z.string(), environment),
   stages: z.array(stage),

@@ -83,7 +83,7 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
         // variant (only the ~2 GB pulumi/pulumi has, pulumi/pulumi-docker-containers docker/pulumi/Dockerfile),
         // so this is what lets the ~200 MB image run non-root.
         env: [{ name: "PULUMI_HOME", value: WORKSPACE_PULUMI_HOME }],
-        podTemplate: workspacePluginCache(p, s),
+        podTemplate: workspacePodTemplate(p, s),
       },
     },
   };
@@ -110,31 +110,37 @@ const RESTRICTED_PROFILE_ID = 1000;
 /**
  * The pod template PKO merges into each workspace pod (strategic merge: pulumi-kubernetes-operator v2.9.0
  * operator/internal/controller/auto/workspace_controller.go mergePodTemplateSpec; containers merge by name,
- * volumeMounts by mountPath, volumes by name): `pulumi install` finds the plugins of the last run under
- * `$PULUMI_HOME/plugins` on the stage's own volume and downloads nothing.
+ * volumeMounts by mountPath, volumes by name). PULUMI_HOME (credentials, workspace settings, plugins) is an
+ * emptyDir that goes with the pod.
  *
- * Only `plugins/` outlives the pod; the rest of PULUMI_HOME (credentials, workspace settings) stays on an
- * emptyDir. PULUMI_HOME is that emptyDir's root, not a folder of PKO's `/share`: the runtime creates a
- * missing mount point's parents as root, mode 0755, and uid 1000 could not write beside the plugins.
- * fsGroup makes the volume writable to the workspace (PKO sets runAsUser and runAsGroup but no fsGroup);
- * OnRootMismatch skips relabelling every plugin file on each start once the volume's root is right.
+ * With a plugin cache (stacks.pluginCacheGiB), `$PULUMI_HOME/plugins` is the stage's own volume instead:
+ * `pulumi install` finds the plugins of the last run there and downloads nothing; nothing else outlives the
+ * pod. PULUMI_HOME is a volume's root, not a folder of PKO's `/share`: the runtime creates a missing mount
+ * point's parents as root, mode 0755, and uid 1000 could not write beside the plugins. fsGroup makes the
+ * volume writable to the workspace (PKO sets runAsUser and runAsGroup but no fsGroup); OnRootMismatch
+ * skips re-owning every plugin file on each start once the volume's root is right.
  */
-export function workspacePluginCache(p: Pipeline, s: EnvironmentStage) {
+export function workspacePodTemplate(p: Pipeline, s: EnvironmentStage) {
+  const cache = p.stacks.pluginCacheGiB > 0;
   return {
     spec: {
-      securityContext: { fsGroup: RESTRICTED_PROFILE_ID, fsGroupChangePolicy: "OnRootMismatch" },
+      ...(cache
+        ? { securityContext: { fsGroup: RESTRICTED_PROFILE_ID, fsGroupChangePolicy: "OnRootMismatch" } }
+        : {}),
       containers: [
         {
           name: "pulumi",
           volumeMounts: [
             { name: "pulumi-home", mountPath: WORKSPACE_PULUMI_HOME },
-            { name: "plugin-cache", mountPath: `${WORKSPACE_PULUMI_HOME}/plugins` },
+            ...(cache ? [{ name: "plugin-cache", mountPath: `${WORKSPACE_PULUMI_HOME}/plugins` }] : []),
           ],
         },
       ],
       volumes: [
         { name: "pulumi-home", emptyDir: {} },
-        { name: "plugin-cache", persistentVolumeClaim: { claimName: pluginCacheClaimName(p, s.name) } },
+        ...(cache
+          ? [{ name: "plugin-cache", persistentVolumeClaim: { claimName: pluginCacheClaimName(p, s.name) } }]
+          : []),
       ],
     },
   };

@@ -2,6 +2,7 @@
 // README's capacity table (`npm run docs` writes it) and of test/capacity.test.ts.
 import {
   capacity,
+  ebsCsiDriverPods,
   kubeSystemPods,
   parseQuantity,
   platformPods,
@@ -60,7 +61,17 @@ export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapac
   const effective = Object.fromEntries(
     releases.map((r) => [r.name, mergeValues(defaults[r.name] ?? {}, r.inputs.values as Values)]),
   );
-  const groups = [...kubeSystemPods, ...platformPods(effective), ...workspacePods(p)];
+  const ebsCsiDriver = plans.some((plan) =>
+    plan.resources.some(
+      (r) => r.type === "aws:eks/addon:Addon" && r.inputs.addonName === "aws-ebs-csi-driver",
+    ),
+  );
+  const groups = [
+    ...kubeSystemPods,
+    ...(ebsCsiDriver ? ebsCsiDriverPods : []),
+    ...platformPods(effective),
+    ...workspacePods(p),
+  ];
   const nodeGroup = plans
     .flatMap((plan) => plan.resources)
     .find((r) => r.type === "eks:index:ManagedNodeGroup")!.inputs as {
@@ -104,7 +115,9 @@ export function capacityTable({ groups, nodes, report }: PlannedCapacity): strin
   const rows = [
     ["requests", "pods", "CPU", "memory"],
     [
-      "kube-system (aws-node, kube-proxy on each node; two coredns)",
+      groups.some((g) => g.name === "ebs-csi-node")
+        ? "kube-system (aws-node, kube-proxy, ebs-csi-node on each node; two coredns, two ebs-csi-controller)"
+        : "kube-system (aws-node, kube-proxy on each node; two coredns)",
       `${kube.pods}`,
       `${kube.cpu}m`,
       `${kube.memory} MiB`,
