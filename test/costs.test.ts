@@ -4,7 +4,11 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { cents, monthlyCost, type CostItem as Item } from "../lib/cli/plan/costs";
+import { pipeline as definition } from "../kargo/pipeline";
+import { cents, monthlyCost, type CostItem as Item, type PricedResource } from "../lib/cli/plan/costs";
+import { environmentStages } from "../lib/pipeline/graph";
+import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { planChain, repoRoot } from "../lib/cli/plan/projects";
 
 /** The rows of the README table between the cost-table markers, as (item, amount). */
@@ -29,8 +33,10 @@ function readmeCostTable(): { rows: Item[]; total: number } {
 
 describe("what the platform costs idle", () => {
   let items: Item[];
+  let resources: PricedResource[];
   beforeAll(async () => {
-    const estimate = monthlyCost((await planChain()).flatMap((plan) => plan.resources));
+    resources = (await planChain()).flatMap((plan) => plan.resources);
+    const estimate = monthlyCost(resources);
     expect(estimate.unpriced, "every resource that costs money has a price").toEqual([]);
     items = estimate.items;
   });
@@ -44,5 +50,26 @@ describe("what the platform costs idle", () => {
     expect(readmeCostTable().total).toBe(total);
     const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8");
     expect(readme).toContain(`**$${total.toFixed(2)} a month**`);
+  });
+
+  it("prices each plugin cache claim as a gp3 volume of its size, when the pipeline asks for them", () => {
+    const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
+    const storageClass = resources.find((r) => r.type === "kubernetes:storage.k8s.io/v1:StorageClass")!;
+    const claims = environmentStages(on).map((s) => ({
+      type: "kubernetes:core/v1:PersistentVolumeClaim",
+      name: `${on.project}-${s.name}-plugins`,
+      inputs: pluginCacheClaim(on, s, (storageClass.inputs.metadata as { name: string }).name),
+    }));
+    const estimate = monthlyCost([...resources, ...claims]);
+    expect(estimate.unpriced).toEqual([]);
+    expect(estimate.items.filter((i) => !items.some((d) => d.item === i.item))).toEqual([
+      { item: `4 GiB gp3 plugin cache volume × ${claims.length}`, monthly: cents(claims.length * 4 * 0.08) },
+    ]);
+    // A class the model has no price for is said, not priced at zero.
+    const other = claims.map((c) => ({
+      ...c,
+      inputs: { ...c.inputs, spec: { ...c.inputs.spec, storageClassName: "io2" } },
+    }));
+    expect(monthlyCost([...resources, ...other]).unpriced).toHaveLength(claims.length);
   });
 });

@@ -16,6 +16,8 @@ export const price = {
   >,
   /** Managed node groups without a launch template get gp2 root volumes (aws/containers-roadmap#1417). */
   gp2PerGBMonth: 0.1,
+  /** gp3 storage; its baseline 3,000 IOPS and 125 MB/s cost nothing more. EKS add-ons themselves are free. */
+  volumePerGBMonth: { gp3: 0.08 } as Record<string, number>,
   /** $1 a key, plus $1 for each of its first two rotations; later rotations are free. */
   kmsKeyPerMonthAfterRotations: 3,
   nlbPerHour: 0.0225,
@@ -109,6 +111,33 @@ export function monthlyCost(resources: PricedResource[]): CostEstimate {
       const disk = num(nodes.inputs.diskSize, 20);
       add(`${disk} GiB gp2 root volume × ${count}`, count * disk * price.gp2PerGBMonth);
     }
+  }
+
+  // Claims of an EBS StorageClass the plan declares: one volume each, of the size claimed.
+  const classes = new Map(
+    ofType("kubernetes:storage.k8s.io/v1:StorageClass").map((c) => [
+      (c.inputs.metadata as { name?: string } | undefined)?.name,
+      (c.inputs.parameters as { type?: string } | undefined)?.type,
+    ]),
+  );
+  const volumes = new Map<string, number>();
+  for (const claim of ofType("kubernetes:core/v1:PersistentVolumeClaim")) {
+    const spec = claim.inputs.spec as {
+      storageClassName?: string;
+      resources?: { requests?: { storage?: string } };
+    };
+    const volumeType = classes.get(spec.storageClassName);
+    const gib = /^(\d+)Gi$/.exec(spec.resources?.requests?.storage ?? "")?.[1];
+    if (volumeType === undefined || price.volumePerGBMonth[volumeType] === undefined || gib === undefined) {
+      unpriced.push(`claim ${claim.name}: no price for its class "${spec.storageClassName}" or its size`);
+      continue;
+    }
+    const key = `${gib} GiB ${volumeType}`;
+    volumes.set(key, (volumes.get(key) ?? 0) + 1);
+  }
+  for (const [key, count] of volumes) {
+    const [gib, , volumeType] = key.split(" ");
+    add(`${key} plugin cache volume × ${count}`, count * Number(gib) * price.volumePerGBMonth[volumeType!]!);
   }
 
   const keys = ofType("aws:kms/key:Key");
