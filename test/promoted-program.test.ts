@@ -17,6 +17,8 @@ import { stackManifest } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { renderStacks } from "../lib/pipeline/stacks";
 import { repoRoot } from "../lib/cli/plan/projects";
+import type { KubeObject } from "../lib/crds/validate";
+import { getValidator } from "./crds-support";
 import { Obj } from "./kargo-support";
 
 describe("the promoted program", () => {
@@ -171,6 +173,12 @@ describe("stacks/", () => {
     // One claim per Stack: a ReadWriteOnce volume attaches to one node, and a preview and its environment's
     // update can run at once.
     expect(claims.size).toBe(templates(on).length);
+    // The Stacks with a cache pass PKO's CRD schema as the ones in stacks/ do (test/kube applies those).
+    const withCache = on.stages.filter((s) => s.kind !== "gate").map((s) => stackManifest(on, s));
+    expect(getValidator().validate(withCache as KubeObject[]).errors).toEqual([]);
+    const misspelt = structuredClone(withCache[0]!) as any;
+    misspelt.spec.workspaceTemplate.spec.podTemplate.spec.volumes[1].persistentVolumeClaim.claim = "x";
+    expect(getValidator().validate([misspelt]).errors).not.toEqual([]);
   });
 
   it("never names a commit: only a promotion pins one, on the stage's branch, so nothing runs before it", () => {

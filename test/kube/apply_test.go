@@ -21,7 +21,7 @@ func TestEveryObjectApplies(t *testing.T) {
 	for _, o := range in.objects {
 		kinds[o.object.GetKind()] = true
 	}
-	for _, kind := range []string{"Stage", "Warehouse", "PromotionTask", "AnalysisTemplate", "Application", "Role", "RoleBinding"} {
+	for _, kind := range []string{"Stage", "Warehouse", "PromotionTask", "AnalysisTemplate", "Application", "Role", "RoleBinding", "StorageClass"} {
 		if !kinds[kind] {
 			t.Errorf("nothing of kind %s was applied: the plan did not load", kind)
 		}
