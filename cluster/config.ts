@@ -113,7 +113,9 @@ export const clusterConfigSchema = z
         error: 'allowed values are "STANDARD" (upgraded at end of standard support) and "EXTENDED" ($0.60/h)',
       })
       .default("STANDARD"),
-    ebsCsiDriver: z.boolean().default(false),
+    ebsCsiDriver: z
+      .boolean({ error: "must be true (install the EBS CSI driver add-on) or false (the default)" })
+      .default(false),
     ebsCsiDriverVersion: z
       .string()
       .regex(

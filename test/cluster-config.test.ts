@@ -45,6 +45,11 @@ describe("cluster rejects bad config before registering anything", () => {
       /cluster:natGatewayStrategy: allowed values are "Single"/,
     ],
     [
+      "an EBS CSI driver switch that is not a boolean",
+      { "cluster:ebsCsiDriver": "yes" },
+      /cluster:ebsCsiDriver: must be true \(install the EBS CSI driver add-on\) or false \(the default\)/,
+    ],
+    [
       "an EBS CSI driver version that is not an EKS add-on build",
       { "cluster:ebsCsiDriverVersion": "latest" },
       /cluster:ebsCsiDriverVersion: must be an EKS add-on version such as "v1\.67\.1-eksbuild\.1"/,

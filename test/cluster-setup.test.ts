@@ -269,7 +269,10 @@ describe("cluster-setup project", () => {
       argocdNamespace: "argocd",
       argocdProject: "pulumi-stacks",
       region: "us-west-2",
+      // Passed through from cluster, where the example leaves the driver off.
+      ebsCsiDriver: cluster.outputs.ebsCsiDriver,
     });
+    expect(typeof plan.outputs.ebsCsiDriver).toBe("boolean");
     expect(plan.upstream.outputs.kubeconfig).toBe(cluster.upstream.outputs.kubeconfig);
   });
 });
