@@ -11,7 +11,7 @@ import { pulumiOperator } from "./addons/pulumiOperator";
 import { defaultDomainPrefix, loadClusterSetupConfig } from "./config";
 import { SingleSignOn } from "./singleSignOn";
 import { StackIdentity } from "./stackIdentity";
-import { encryptedGp3StorageClass } from "./storage";
+import { pluginCacheClass } from "./storage";
 
 const config = loadClusterSetupConfig();
 const stack = pulumi.getStack();
@@ -66,7 +66,7 @@ const identity = new StackIdentity("stacks", {
   tags,
 });
 
-const storageClass = encryptedGp3StorageClass({ provider });
+const storageClass = pluginCacheClass({ provider });
 
 // The contract `kargo` reads through its StackReference.
 export { kubeconfig };

@@ -1,7 +1,10 @@
 import * as k8s from "@pulumi/kubernetes";
 
-/** The StorageClass of the volumes PKO workspaces keep their Pulumi plugins on (kargo's claims name it). */
-export const ENCRYPTED_GP3_STORAGE_CLASS = "gp3-encrypted";
+/**
+ * The StorageClass of the volumes PKO workspaces keep their Pulumi plugins on (kargo's claims name it). Named
+ * for that use alone: its volumes go with their claims, so nothing worth keeping belongs on one.
+ */
+export const PLUGIN_CACHE_STORAGE_CLASS = "pulumi-plugin-cache";
 
 /**
  * Encrypted gp3 volumes from the EBS CSI driver (the cluster project's add-on). A volume is created in the
@@ -11,11 +14,11 @@ export const ENCRYPTED_GP3_STORAGE_CLASS = "gp3-encrypted";
  * csidriver.yaml), so the kubelet hands a new volume to the workspace's fsGroup: the workspaces write as uid
  * 1000, not root. Parameters: kubernetes-sigs/aws-ebs-csi-driver docs/parameters.md.
  */
-export function encryptedGp3StorageClass(opts: { provider: k8s.Provider }): k8s.storage.v1.StorageClass {
+export function pluginCacheClass(opts: { provider: k8s.Provider }): k8s.storage.v1.StorageClass {
   return new k8s.storage.v1.StorageClass(
-    ENCRYPTED_GP3_STORAGE_CLASS,
+    PLUGIN_CACHE_STORAGE_CLASS,
     {
-      metadata: { name: ENCRYPTED_GP3_STORAGE_CLASS },
+      metadata: { name: PLUGIN_CACHE_STORAGE_CLASS },
       provisioner: "ebs.csi.aws.com",
       parameters: { type: "gp3", encrypted: "true", "csi.storage.k8s.io/fstype": "ext4" },
       reclaimPolicy: "Delete",

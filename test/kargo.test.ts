@@ -286,7 +286,7 @@ describe("kargo project", () => {
     // What a pipeline with a cache gets, stage by stage: a claim of its own, of the size asked for.
     const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 6 } });
     for (const s of on.stages.filter((s) => s.kind !== "gate")) {
-      expect(pluginCacheClaim(on, s, "gp3-encrypted")).toEqual({
+      expect(pluginCacheClaim(on, s, "pulumi-plugin-cache")).toEqual({
         metadata: {
           name: `${on.project}-${s.name}-plugins`,
           namespace: on.stacks.namespace,
@@ -294,7 +294,7 @@ describe("kargo project", () => {
         },
         spec: {
           accessModes: ["ReadWriteOnce"],
-          storageClassName: "gp3-encrypted",
+          storageClassName: "pulumi-plugin-cache",
           resources: { requests: { storage: "6Gi" } },
         },
       });
