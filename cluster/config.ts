@@ -22,9 +22,10 @@ export const architectureOf = (instanceType: string): "arm64" | "x86_64" =>
 export const eksKubernetesVersions = ["1.31", "1.32", "1.33", "1.34", "1.35", "1.36"] as const;
 
 /**
- * The aws-ebs-csi-driver add-on version the cluster runs: driver v1.67.1 (kubernetes-sigs/aws-ebs-csi-driver,
- * October 2026), which EKS offers for every version in eksKubernetesVersions. Check it with
- * `aws eks describe-addon-versions --addon-name aws-ebs-csi-driver --kubernetes-version <version>`.
+ * The aws-ebs-csi-driver add-on version the cluster runs when cluster:ebsCsiDriver is on: the EKS build of
+ * driver v1.67.1 (kubernetes-sigs/aws-ebs-csi-driver, October 2026). Not checked against AWS from here:
+ * `aws eks describe-addon-versions --addon-name aws-ebs-csi-driver --kubernetes-version <version>` lists the
+ * builds EKS offers; set cluster:ebsCsiDriverVersion to one of them if this one is not.
  */
 export const EBS_CSI_DRIVER_VERSION = "v1.67.1-eksbuild.1";
 
