@@ -104,8 +104,7 @@ export function branchProblems(branch: string): string[] {
 const imageReference =
   /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::\d{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::(?<tag>\w[\w.-]{0,127}))?(?<digest>@sha256:[a-f0-9]{64})?$/;
 
-export function workspaceImageProblems(image: string): string[] {
-  const at = "stacks.workspaceImage";
+export function workspaceImageProblems(image: string, at = "stacks.workspaceImage"): string[] {
   const allowed =
     'allowed: an image with a version tag or digest, such as "pulumi/pulumi:3.270.0-nonroot" or "pulumi/pulumi@sha256:<64 hex>"';
   const match = imageReference.exec(image);

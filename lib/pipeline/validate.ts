@@ -49,6 +49,7 @@ export function inputProblems(p: Pipeline, options: CheckOptions = {}): string[]
     ...apiUrlProblems(p.pulumi),
     ...stacksDirProblems(p.stacks.dir, p.source.programDir, repoRoot),
     ...workspaceImageProblems(p.stacks.workspaceImage),
+    ...workspaceImageProblems(p.verification.image, "verification.image"),
     ...verificationProblems(p.verification),
     ...environmentProblems(p, repoRoot),
     ...stageProblems(p),
