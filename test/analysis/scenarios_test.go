@@ -25,9 +25,9 @@ const (
 )
 
 var (
-	successful   = v1alpha1.AnalysisPhaseSuccessful
-	failed       = v1alpha1.AnalysisPhaseFailed
-	errored      = v1alpha1.AnalysisPhaseError
+	successful = v1alpha1.AnalysisPhaseSuccessful
+	failed     = v1alpha1.AnalysisPhaseFailed
+	errored    = v1alpha1.AnalysisPhaseError
 )
 
 // op is one operation on the stack: kind "update" in the history, or a preview.
