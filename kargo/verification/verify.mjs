@@ -2,7 +2,7 @@
 // (argo-rollouts v1.9.0 metricproviders/job/job.go: the Job's Complete condition is Successful, Failed is
 // Failed). It polls Pulumi Cloud for the operation on the stage's stack whose `git.head` is the promoted
 // commit and exits 0 once it has succeeded, or 1 with a one-line reason on stderr once it has failed, once
-// (for a protected preview) it would delete or replace something, once Pulumi Cloud has not answered with
+// (CHECK delete or replace, for a protected preview) it succeeded but would delete or replace something, once Pulumi Cloud has not answered with
 // the JSON it documents too many times in a row, or at the timeout. Dependency-free: Node's own fetch.
 //
 // Environment (set by lib/pipeline/verification.ts): PULUMI_API_URL, PULUMI_ORGANIZATION, PULUMI_PROJECT,
@@ -93,9 +93,13 @@ const newest = (ops) => ops.reduce((a, b) => (b.startTime > a.startTime ? b : a)
 /** The verdict on the commit's newest operation: undefined while it is not finished. */
 function verdict(op) {
   const what = `the ${config.operation} of ${config.commit.slice(0, 12)} on ${stackName}`;
-  if (op.result === "failed") return { ok: false, reason: `${what} failed` };
+  if (config.check === "operation") {
+    if (op.result === "failed") return { ok: false, reason: `${what} failed` };
+    return op.result === "succeeded" ? { ok: true } : undefined;
+  }
+  // A failed preview's changes are not its verdict: the operation's own check fails the run (and Rollouts
+  // then ends this one, argo-rollouts v1.9.0 utils/analysis/helpers.go IsTerminating), so the run names it.
   if (op.result !== "succeeded") return undefined;
-  if (config.check === "operation") return { ok: true };
   const changes = isObject(op.resourceChanges) ? op.resourceChanges[config.check] : undefined;
   if (changes === undefined || changes === null || changes === 0) return { ok: true };
   if (typeof changes !== "number")
@@ -167,6 +171,10 @@ for (;;) {
     fail(result.reason);
   }
   if (Date.now() + config.interval > deadline)
-    fail(`no finished ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")}`);
+    fail(
+      config.check === "operation"
+        ? `no finished ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")}`
+        : `no succeeded ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")} to count its ${config.check}s in`,
+    );
   await sleep(config.interval);
 }

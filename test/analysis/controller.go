@@ -106,13 +106,13 @@ func (q fastQueue) AddAfter(item any, d time.Duration) {
 	q.RateLimitingInterface.AddAfter(item, d/speed)
 }
 
-// awaitJobInformer waits (up to a second) until the Job informer holds every Job in the cluster.
+// awaitJobInformer waits (up to ten seconds, for a loaded test machine) until the Job informer holds every Job in the cluster.
 func awaitJobInformer(kube *k8sfake.Clientset, lister batchlisters.JobLister) {
 	all, err := kube.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return
 	}
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		seen := 0
 		for _, j := range all.Items {
 			if _, err := lister.Jobs(j.Namespace).Get(j.Name); err == nil {

@@ -45,9 +45,9 @@ type jobController struct {
 }
 
 // jobSpeed is how much faster than real time the Jobs' clock runs: slower than the controller's (`speed`),
-// because node on a loaded test machine takes milliseconds per look at the stand-in; at 200 a 10 s interval
-// is 50 ms, a 15-minute preview timeout 4.5 s, and the deadline's 5 minutes of slack 1.5 s.
-const jobSpeed = 200
+// because node on a loaded test machine takes tens of milliseconds to start and to look at the stand-in; at
+// 100 a 10 s interval is 100 ms, a 15-minute preview timeout 9 s, and the deadline's 5 minutes of slack 3 s.
+const jobSpeed = 100
 
 // fastClock is the preload that makes node's timers and Date.now run `jobSpeed` times faster.
 func fastClock() string {
@@ -152,7 +152,7 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 
 // starting bounds how many node processes start at once, so that the test machine's load does not eat
 // into the Jobs' deadlines, which are `jobSpeed` times shorter than emitted.
-var starting = make(chan struct{}, max(2, runtime.NumCPU()))
+var starting = make(chan struct{}, 4*runtime.NumCPU())
 
 // exec runs node with the fast clock preloaded. The deadline counts from when node has loaded (the
 // preload writes to fd 3): starting node on this machine stands for the pod starting, which the emitted

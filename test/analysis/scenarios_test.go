@@ -62,6 +62,10 @@ type scenario struct {
 	update, preview, protectedPreview v1alpha1.AnalysisPhase
 	// why matches the last line a failed Job wrote, the reason a user reads in its log.
 	why string
+	// metric is the one the run's message must name when the protected preview's run fails ("operation" for
+	// the template's first, the operation's own). Unset where every check fails alike (no answer, no
+	// operation): then whichever Job ends first is named.
+	metric string
 	// updateOnly: only the history holds operations of other kinds (refresh, destroy).
 	updateOnly bool
 }
@@ -93,7 +97,7 @@ func same(s scenario, phase v1alpha1.AnalysisPhase) scenario {
 }
 
 const (
-	notFound = `^no finished (preview|update) of ` + commit + ` on .* within \d+[smh]$`
+	notFound = `^no (finished|succeeded) (preview|update) of ` + commit + ` on \S+ within \d+[smh]( to count its (deletes|replaces) in)?$`
 	noAnswer = `^Pulumi Cloud \(.*\) gave no usable answer 7 times in a row; last: `
 )
 
@@ -105,16 +109,16 @@ func scenarios(kind string) []scenario {
 	replaces := map[string]int{"replace": 1, "update": 1}
 	return []scenario{
 		same(scenario{name: "succeeded for the commit", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"same": 4}))}, successful),
-		same(scenario{name: "failed for the commit", why: `^the (preview|update) of 4f1c2b9e8d7a on \S+ failed$`, setup: ops(kind, op(commit, "failed", t0, nil))}, failed),
+		same(scenario{name: "failed for the commit", metric: "operation", why: `^the (preview|update) of 4f1c2b9e8d7a on \S+ failed$`, setup: ops(kind, op(commit, "failed", t0, nil))}, failed),
 		same(scenario{name: "still running for the commit", why: notFound, setup: ops(kind, op(commit, "in-progress", t0, nil))}, failed),
 		same(scenario{name: "not started", why: notFound, setup: ops(kind, op(commit, "not-started", t0, nil))}, failed),
 		same(scenario{name: "only other commits", why: notFound, setup: ops(kind, op(other, "succeeded", t0, nil), op(other, "failed", t0-100, nil))}, failed),
 		same(scenario{name: "another commit's newer operation", setup: ops(kind, op(other, "failed", t0+100, nil), op(commit, "succeeded", t0, nil))}, successful),
 		{name: "changes, no delete or replace", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"create": 2, "update": 1, "same": 3})),
 			update: successful, preview: successful, protectedPreview: successful},
-		{name: "would delete", why: `would delete 2 resource\(s\)`, setup: ops(kind, op(commit, "succeeded", t0, deletes)),
+		{name: "would delete", metric: "no-deletes", why: `would delete 2 resource\(s\)`, setup: ops(kind, op(commit, "succeeded", t0, deletes)),
 			update: successful, preview: successful, protectedPreview: failed},
-		{name: "would replace", why: `would replace 1 resource\(s\)`, setup: ops(kind, op(commit, "succeeded", t0, replaces)),
+		{name: "would replace", metric: "no-replaces", why: `would replace 1 resource\(s\)`, setup: ops(kind, op(commit, "succeeded", t0, replaces)),
 			update: successful, preview: successful, protectedPreview: failed},
 		{name: "zero deletes and replaces", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"delete": 0, "replace": 0, "same": 3})),
 			update: successful, preview: successful, protectedPreview: successful},
@@ -231,6 +235,17 @@ func TestVerificationPhases(t *testing.T) {
 				}
 				if want == failed && sc.why != "" {
 					expectReason(t, jobs, sc.why)
+				}
+				if want == failed && sc.metric != "" {
+					// The run's message names the check that failed (argo-rollouts v1.9.0 analysis/analysis.go,
+					// assessRunStatus).
+					metric := sc.metric
+					if metric == "operation" || !protected {
+						metric = base.Spec.Metrics[0].Name
+					}
+					if prefix := `Metric "` + metric + `" assessed Failed`; !strings.HasPrefix(got.Status.Message, prefix) {
+						t.Errorf("message %q, want %s...", got.Status.Message, prefix)
+					}
 				}
 			})
 		}
