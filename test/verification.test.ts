@@ -105,6 +105,38 @@ it("takes one measurement per metric, so Rollouts never garbage-collects another
   for (const kind of kinds) expect(analysisTemplateSpec(pipeline, kind).measurementRetention).toBeUndefined();
 });
 
+it("hands each Job the stage's stack and the pipeline's settings in its env, and nothing else", () => {
+  for (const kind of kinds) {
+    const timeout =
+      kind === "update" ? pipeline.verification.updateTimeout : pipeline.verification.previewTimeout;
+    for (const m of metricsOf(kind))
+      expect(envOf(m)).toEqual({
+        PULUMI_API_URL: "{{args.api-url}}",
+        PULUMI_ORGANIZATION: "{{args.organization}}",
+        PULUMI_PROJECT: "{{args.project}}",
+        PULUMI_STACK: "{{args.stack}}",
+        COMMIT: "{{args.commit}}",
+        OPERATION: kind === "update" ? "update" : "preview",
+        CHECK: envOf(m).CHECK,
+        INTERVAL: pipeline.verification.interval,
+        TIMEOUT: timeout,
+        PAGE_SIZE: String(pipeline.verification.pageSize),
+        // The seventh error in a row fails the Job (test/analysis: "gave no usable answer 7 times in a row").
+        ERROR_LIMIT: "6",
+        PULUMI_ACCESS_TOKEN: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } },
+      });
+  }
+  // No Service's address in the env either (enableServiceLinks), so the script reads only what it is given.
+  for (const m of metrics()) expect(jobOf(m).template.spec!.enableServiceLinks).toBe(false);
+});
+
+it("labels every Job, and keeps it and its log a day after it ends, as the README's troubleshooting says", () => {
+  for (const m of metrics()) {
+    expect(m.provider.job!.metadata).toEqual({ labels: { "app.kubernetes.io/name": "pulumi-verification" } });
+    expect(jobOf(m).ttlSecondsAfterFinished).toBe(24 * 60 * 60);
+  }
+});
+
 it("runs each Job once, as a non-root user without privileges, a writable root or the API's token", () => {
   for (const m of metrics()) {
     const job = jobOf(m);
