@@ -1,3 +1,5 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
@@ -13,7 +15,11 @@ import {
 } from "../lib/pipeline/promotion";
 import { approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
 import { applicationSpec, pluginCacheClaim } from "../lib/pipeline/stack-manifest";
-import { analysisTemplateKinds, analysisTemplateSpec } from "../lib/pipeline/verification";
+import {
+  analysisTemplateKinds,
+  analysisTemplateSpec,
+  verificationScriptKey,
+} from "../lib/pipeline/verification";
 import { topologicalOrder } from "../lib/pipeline/graph";
 import { stackObjectName } from "../lib/pipeline/names";
 import type { Pipeline } from "../lib/pipeline/schema";
@@ -145,6 +151,21 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       },
       inProject,
     );
+    // The script every verification Job runs, beside the token it reads, where Argo Rollouts creates the
+    // Jobs (the AnalysisRun's namespace: argo-rollouts v1.9.0 metricproviders/job/job.go, newMetricJob).
+    const script = new k8s.core.v1.ConfigMap(
+      `${name}-verification-script`,
+      {
+        metadata: { name: names.verificationScript, namespace: ns },
+        data: {
+          [verificationScriptKey]: fs.readFileSync(
+            path.join(__dirname, "verification", "verify.mjs"),
+            "utf8",
+          ),
+        },
+      },
+      inProject,
+    );
     const templates = analysisTemplateKinds(p).map(
       (kind) =>
         new rollouts.AnalysisTemplate(
@@ -193,7 +214,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         new kargo.Stage(
           `${p.project}-${s.name}`,
           { metadata: { name: s.name, namespace: ns }, spec: stageSpec(p, s) },
-          { ...k8sOpts, dependsOn: [warehouse, task, ...templates, ...applications] },
+          { ...k8sOpts, dependsOn: [warehouse, task, script, ...templates, ...applications] },
         ),
       );
     }

@@ -8,7 +8,8 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
 import { programPolicy, programReadActions } from "../kargo/programPolicy";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
-import { githubRepository } from "../lib/pipeline/names";
+import { githubRepository, names } from "../lib/pipeline/names";
+import { verificationScriptKey } from "../lib/pipeline/verification";
 import { approvalKey, freightPaths } from "../lib/pipeline/promotion";
 import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import { approverGroups } from "../lib/pipeline/rbac";
@@ -174,47 +175,39 @@ describe("kargo project", () => {
     const templates = () =>
       Object.fromEntries(ofKind("AnalysisTemplate").map((t) => [t.metadata.name, t.spec]));
 
-    it("polls Pulumi Cloud for the stage's stack with the documented endpoints and Accept header", () => {
-      const { "pulumi-update": update, "pulumi-preview-protected": preview } = templates();
-      expect(update.metrics[0].provider.web.url).toBe(
-        `{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/updates?pageSize=${pipeline.verification.pageSize}&page=1`,
-      );
-      expect(preview.metrics[0].provider.web.url).toBe(
-        `{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/updates/latest/previews?asc=false&pageSize=${pipeline.verification.pageSize}&page=1`,
-      );
-      for (const t of [update, preview]) {
-        // The whole answer is each measurement's value: only the latest is kept per metric.
-        expect(t.measurementRetention).toEqual([{ metricName: ".*", limit: 1 }]);
-        expect(t.metrics[0].provider.web.headers).toEqual([
-          { key: "Authorization", value: "token {{args.token}}" },
-          { key: "Accept", value: "application/vnd.pulumi+8" },
-        ]);
-        expect(t.args.find((a: { name: string }) => a.name === "token").valueFrom).toEqual({
-          secretKeyRef: { name: "pulumi-api-token", key: "accessToken" },
-        });
-        expect(t.args.find((a: { name: string }) => a.name === "organization").value).toBe(
-          pipeline.pulumi.organization,
-        );
-      }
+    it("ships the committed verification script beside the token, in the namespace the Jobs run in", () => {
+      const [script] = ofKind("ConfigMap").filter((c) => c.metadata.name === names.verificationScript);
+      expect(script!.metadata.namespace).toBe(pipeline.project);
+      expect(script!.data).toEqual({
+        [verificationScriptKey]: fs.readFileSync(
+          path.join(repoRoot, "kargo/verification/verify.mjs"),
+          "utf8",
+        ),
+      });
+      const token = ofKind("Secret").find((s) => s.metadata.name === names.verificationToken)!;
+      expect(token.metadata.namespace).toBe(pipeline.project);
+      for (const t of Object.values<Obj["spec"]>(templates()))
+        for (const m of t.metrics) {
+          const pod = m.provider.job.spec.template.spec;
+          expect(pod.volumes[0].configMap.name).toBe(script!.metadata.name);
+          expect(
+            pod.containers[0].env.find((e: { name: string }) => e.name === "PULUMI_ACCESS_TOKEN"),
+          ).toEqual({
+            name: "PULUMI_ACCESS_TOKEN",
+            valueFrom: { secretKeyRef: { name: token.metadata.name, key: "accessToken" } },
+          });
+        }
     });
 
-    it("ends as soon as the operation succeeds or fails, and waits at most 10 seconds beyond it", () => {
+    it("passes each template's organization and project, which the Job's env reads", () => {
       for (const t of Object.values<Obj["spec"]>(templates())) {
-        const [metric] = t.metrics;
-        expect(metric).toMatchObject({
-          initialDelay: "10s",
-          interval: "10s",
-          consecutiveSuccessLimit: 1,
-          failureLimit: 0,
-        });
-        expect(metric.count).toBeGreaterThan(10);
-        expect(metric.count).toBeLessThanOrEqual(270);
-        expect(metric.inconclusiveLimit).toBe(metric.count);
-        expect(metric.failureCondition).toBeTruthy();
+        const arg = (name: string) => t.args.find((a: { name: string }) => a.name === name).value;
+        expect(arg("organization")).toBe(pipeline.pulumi.organization);
+        expect(arg("project")).toBe(pipeline.pulumi.project);
       }
     });
 
-    // The conditions themselves are evaluated by expr-lang in verification.test.ts.
+    // What the Jobs decide is run by test/analysis.
   });
 
   it("lets each gate's Cognito groups promote into that gate through Kargo's API: promote on it, create promotions, read", () => {

@@ -251,6 +251,16 @@ describe("hostile pipeline definitions", () => {
       withStacks({ workspaceImage: `pulumi/pulumi@sha256:${digest.slice(1)}` }),
       /stacks\.workspaceImage: must be an image with a pinned tag or digest; "pulumi\/pulumi@sha256:a{63}" is not an image reference/,
     ],
+    [
+      "a verification image without a tag",
+      withVerification({ image: "node" }),
+      /verification\.image: must be an image with a pinned tag or digest; "node" has neither; allowed: an image with a version tag or digest, such as "node:22\.20\.0-alpine3\.22" or "node@sha256:<64 hex>"/,
+    ],
+    [
+      "a verification image tagged latest",
+      withVerification({ image: "node:latest" }),
+      /verification\.image: must be an image with a pinned tag or digest; "latest" moves with every release/,
+    ],
     // Where the generator writes and the program lives.
     [
       "an absolute stacks directory",
@@ -314,6 +324,7 @@ describe("hostile pipeline definitions", () => {
   const valid: [string, PipelineInput][] = [
     ["the default pipeline", base],
     ["a workspace image pinned by digest", withStacks({ workspaceImage: `pulumi/pulumi@sha256:${digest}` })],
+    ["a verification image pinned by digest", withVerification({ image: `node@sha256:${digest}` })],
     ["a tag and a digest", withStacks({ workspaceImage: `pulumi/pulumi:3.270.0-nonroot@sha256:${digest}` })],
     [
       "a private registry with a port",

@@ -1,17 +1,32 @@
 // What the verification templates are made of. What they decide is run for real: test/analysis drives every
-// AnalysisTemplate of the plan through Argo Rollouts v1.9.0's analysis controller and web metric provider
-// against a Pulumi Cloud stand-in (`npm run test:engines`).
+// AnalysisTemplate of the plan through Argo Rollouts v1.9.0's analysis controller and job metric provider,
+// running each Job's script (kargo/verification/verify.mjs) with node against a Pulumi Cloud stand-in
+// (`npm run test:engines`).
 import { expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { environmentStages } from "../lib/pipeline/graph";
+import { names } from "../lib/pipeline/names";
 import { stageSpec } from "../lib/pipeline/promotion";
-import { analysisTemplateSpec, pulumiApiUrl, type AnalysisTemplateKind } from "../lib/pipeline/verification";
-import { PULUMI_CLOUD_API } from "../lib/pipeline/schema";
+import {
+  analysisTemplateSpec,
+  pulumiApiUrl,
+  verificationScriptKey,
+  type AnalysisTemplateKind,
+} from "../lib/pipeline/verification";
+import { PULUMI_CLOUD_API, VERIFICATION_IMAGE, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 
 const pipeline = validatePipeline(definition);
 const kinds: AnalysisTemplateKind[] = ["update", "preview", "protectedPreview"];
-const metrics = (p = pipeline) => kinds.flatMap((k) => analysisTemplateSpec(p, k).metrics!);
+const metricsOf = (kind: AnalysisTemplateKind, p: Pipeline = pipeline) =>
+  analysisTemplateSpec(p, kind).metrics!;
+const metrics = (p: Pipeline = pipeline) => kinds.flatMap((k) => metricsOf(k, p));
+const jobOf = (m: ReturnType<typeof metrics>[number]) => m.provider.job!.spec;
+const containerOf = (m: ReturnType<typeof metrics>[number]) => jobOf(m).template.spec!.containers[0]!;
+const envOf = (m: ReturnType<typeof metrics>[number]) =>
+  Object.fromEntries(containerOf(m).env!.map((e) => [e.name, e.value ?? e.valueFrom]));
+const seconds = (d: string) =>
+  Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
 
 it("passes the promoted commit to every verification as a quoted string, so an all-digit ID stays a string", () => {
   // Kargo parses an unquoted expression result that looks like a number into a number, and then refuses it
@@ -21,27 +36,142 @@ it("passes the promoted commit to every verification as a quoted string, so an a
   expect(commits).toHaveLength(environmentStages(pipeline).length);
   for (const value of commits)
     expect(value).toBe(`\${{ quote(commitFrom("${pipeline.source.repoURL}").ID) }}`);
-  // Web metrics get the whole body: no jsonPath that would turn `updates: null` into an error.
-  for (const m of metrics()) expect(m.provider.web!.jsonPath).toBeUndefined();
+  for (const m of metrics()) expect(envOf(m).COMMIT).toBe("{{args.commit}}");
 });
 
-it("keeps every condition readable: under 400 characters, each naming the newest operation once", () => {
+it("verifies with one Job per check, each saying which: the operation, and a protected preview's deletes and replaces", () => {
+  const checks = (kind: AnalysisTemplateKind) => metricsOf(kind).map((m) => [m.name, envOf(m).CHECK]);
+  expect(checks("update")).toEqual([["pulumi-update", "operation"]]);
+  expect(checks("preview")).toEqual([["pulumi-preview", "operation"]]);
+  expect(checks("protectedPreview")).toEqual([
+    ["pulumi-preview", "operation"],
+    ["no-deletes", "delete"],
+    ["no-replaces", "replace"],
+  ]);
+  for (const kind of kinds)
+    for (const m of metricsOf(kind))
+      expect(envOf(m).OPERATION).toBe(kind === "update" ? "update" : "preview");
+});
+
+it("runs the committed script from the verification ConfigMap with node, in the pinned image", () => {
+  expect(pipeline.verification.image).toBe(VERIFICATION_IMAGE);
+  expect(VERIFICATION_IMAGE).toMatch(/^node:\d+\.\d+\.\d+-/);
+  const custom = validatePipeline({
+    ...definition,
+    verification: { image: "registry.example.com/node:22.20.0" },
+  });
+  for (const m of metrics(custom)) expect(containerOf(m).image).toBe("registry.example.com/node:22.20.0");
   for (const m of metrics()) {
-    for (const c of [m.successCondition!, m.failureCondition!]) {
-      expect(c.length, c).toBeLessThan(400);
-      expect(c.match(/sortBy\(/g), c).toHaveLength(1);
-    }
+    const pod = jobOf(m).template.spec!;
+    const [mount] = containerOf(m).volumeMounts!;
+    expect(pod.volumes).toEqual([{ name: mount!.name, configMap: { name: names.verificationScript } }]);
+    expect(mount!.readOnly).toBe(true);
+    expect(containerOf(m).command).toEqual(["node", `${mount!.mountPath}/${verificationScriptKey}`]);
   }
 });
 
-it("asks for one page of the newest operations, as many as verification.pageSize says", () => {
+it("polls every verification.interval until the stage's timeout, one page of verification.pageSize per request", () => {
   for (const kind of kinds) {
-    for (const m of analysisTemplateSpec(pipeline, kind).metrics!) {
-      const url = new URL(m.provider.web!.url.replace(/\{\{args\.[a-z-]+\}\}/g, "x"), "https://x");
-      expect(url.searchParams.get("pageSize")).toBe(String(pipeline.verification.pageSize));
-      expect(url.searchParams.get("page")).toBe("1");
-      if (kind !== "update") expect(url.searchParams.get("asc")).toBe("false");
+    const timeout =
+      kind === "update" ? pipeline.verification.updateTimeout : pipeline.verification.previewTimeout;
+    for (const m of metricsOf(kind)) {
+      expect(envOf(m)).toMatchObject({
+        INTERVAL: pipeline.verification.interval,
+        TIMEOUT: timeout,
+        PAGE_SIZE: String(pipeline.verification.pageSize),
+      });
+      expect(m.initialDelay).toBe(pipeline.verification.initialDelay);
+      // The Job outlives the script's own timeout only by the time a pod takes to start, so the script's
+      // reason (not a bare DeadlineExceeded) is what a user reads.
+      const deadline = jobOf(m).activeDeadlineSeconds!;
+      expect(deadline).toBeGreaterThan(seconds(timeout));
+      expect(deadline).toBeLessThanOrEqual(seconds(timeout) + 600);
     }
+  }
+  const slow = validatePipeline({ ...definition, verification: { interval: "30s", previewTimeout: "1h" } });
+  const [m] = metricsOf("preview", slow);
+  expect(envOf(m!)).toMatchObject({ INTERVAL: "30s", TIMEOUT: "1h" });
+});
+
+it("takes one measurement per metric, so Rollouts never garbage-collects another metric's running Job", () => {
+  // job.go GarbageCollect deletes the run's oldest Jobs whatever their metric once a metric holds more
+  // measurements than its limit (10 by default, analysis.go DefaultMeasurementHistoryLimit); erroring
+  // creations add one each before the run ends in Error.
+  for (const m of metrics()) {
+    expect(m.count).toBe(1);
+    expect(m.failureLimit).toBe(0);
+    expect(1 + Number(m.consecutiveErrorLimit) + 1).toBeLessThanOrEqual(10);
+  }
+  for (const kind of kinds) expect(analysisTemplateSpec(pipeline, kind).measurementRetention).toBeUndefined();
+});
+
+it("hands each Job the stage's stack and the pipeline's settings in its env, and nothing else", () => {
+  for (const kind of kinds) {
+    const timeout =
+      kind === "update" ? pipeline.verification.updateTimeout : pipeline.verification.previewTimeout;
+    for (const m of metricsOf(kind))
+      expect(envOf(m)).toEqual({
+        PULUMI_API_URL: "{{args.api-url}}",
+        PULUMI_ORGANIZATION: "{{args.organization}}",
+        PULUMI_PROJECT: "{{args.project}}",
+        PULUMI_STACK: "{{args.stack}}",
+        COMMIT: "{{args.commit}}",
+        OPERATION: kind === "update" ? "update" : "preview",
+        CHECK: envOf(m).CHECK,
+        INTERVAL: pipeline.verification.interval,
+        TIMEOUT: timeout,
+        PAGE_SIZE: String(pipeline.verification.pageSize),
+        // The seventh error in a row fails the Job (test/analysis: "gave no usable answer 7 times in a row").
+        ERROR_LIMIT: "6",
+        PULUMI_ACCESS_TOKEN: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } },
+      });
+  }
+  // No Service's address in the env either (enableServiceLinks), so the script reads only what it is given.
+  for (const m of metrics()) expect(jobOf(m).template.spec!.enableServiceLinks).toBe(false);
+});
+
+it("labels every Job, and keeps it and its log a day after it ends, as the README's troubleshooting says", () => {
+  for (const m of metrics()) {
+    expect(m.provider.job!.metadata).toEqual({ labels: { "app.kubernetes.io/name": "pulumi-verification" } });
+    expect(jobOf(m).ttlSecondsAfterFinished).toBe(24 * 60 * 60);
+  }
+});
+
+it("runs each Job once, as a non-root user without privileges, a writable root or the API's token", () => {
+  for (const m of metrics()) {
+    const job = jobOf(m);
+    const pod = job.template.spec!;
+    expect(job.backoffLimit).toBe(0);
+    expect(job.ttlSecondsAfterFinished).toBeGreaterThan(0);
+    expect(pod.restartPolicy).toBe("Never");
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(pod.containers).toHaveLength(1);
+    expect(containerOf(m).securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(containerOf(m).resources).toEqual({
+      requests: { cpu: "10m", memory: "64Mi" },
+      limits: { memory: "128Mi" },
+    });
+  }
+});
+
+it("reads the token from the verification Secret in the Job's env, never as an AnalysisRun argument", () => {
+  for (const kind of kinds) {
+    const spec = analysisTemplateSpec(pipeline, kind);
+    expect(spec.args!.map((a) => a.name)).not.toContain("token");
+    expect(spec.args!.every((a) => a.valueFrom === undefined)).toBe(true);
+    for (const m of spec.metrics!)
+      expect(envOf(m).PULUMI_ACCESS_TOKEN).toEqual({
+        secretKeyRef: { name: names.verificationToken, key: "accessToken" },
+      });
   }
 });
 
@@ -49,6 +179,7 @@ it("sends the token to Pulumi Cloud's API, or to the self-hosted one pulumi.self
   const apiUrl = (p = pipeline) =>
     analysisTemplateSpec(p, "update").args!.find((a) => a.name === "api-url")!.value;
   expect(apiUrl()).toBe(PULUMI_CLOUD_API);
+  for (const m of metrics()) expect(envOf(m).PULUMI_API_URL).toBe("{{args.api-url}}");
   const selfHosted = validatePipeline({
     ...definition,
     pulumi: { ...definition.pulumi, selfHostedApiUrl: "https://pulumi-api.example.com" },

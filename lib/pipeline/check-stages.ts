@@ -28,6 +28,7 @@ const reservedStageNames = (): ReadonlyMap<string, string> =>
     [names.analysis.update, "the update AnalysisTemplate's name"],
     [names.gitCredentials, "the git credentials Secret's name"],
     [names.verificationToken, "the verification token Secret's name"],
+    [names.verificationScript, "the verification script ConfigMap's name"],
   ]);
 
 export function stageProblems(p: Pipeline): string[] {

@@ -104,10 +104,9 @@ export function branchProblems(branch: string): string[] {
 const imageReference =
   /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::\d{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::(?<tag>\w[\w.-]{0,127}))?(?<digest>@sha256:[a-f0-9]{64})?$/;
 
-export function workspaceImageProblems(image: string): string[] {
-  const at = "stacks.workspaceImage";
-  const allowed =
-    'allowed: an image with a version tag or digest, such as "pulumi/pulumi:3.270.0-nonroot" or "pulumi/pulumi@sha256:<64 hex>"';
+/** An image a pod runs, pinned: `at` names the key, `example` a pinned image of the kind expected there. */
+export function imageProblems(image: string, at: string, example: { name: string; tag: string }): string[] {
+  const allowed = `allowed: an image with a version tag or digest, such as "${example.name}:${example.tag}" or "${example.name}@sha256:<64 hex>"`;
   const match = imageReference.exec(image);
   if (!match)
     return [
@@ -123,6 +122,13 @@ export function workspaceImageProblems(image: string): string[] {
     ];
   return [];
 }
+
+export const workspaceImageProblems = (image: string) =>
+  imageProblems(image, "stacks.workspaceImage", { name: "pulumi/pulumi", tag: "3.270.0-nonroot" });
+
+/** The verification Jobs' image: a Node official image, which runs the script as its `node` user (uid 1000). */
+export const verificationImageProblems = (image: string) =>
+  imageProblems(image, "verification.image", { name: "node", tag: "22.20.0-alpine3.22" });
 
 const awsRegions: ReadonlySet<string> = new Set(Object.values(Region));
 const configKey = /^[A-Za-z0-9_.-]+:[^:\s]+$/;

@@ -16,6 +16,8 @@ export const names = {
   /** In the Kargo project namespace: the git credentials Kargo pushes with, the token verification reads. */
   gitCredentials: "git-credentials",
   verificationToken: "pulumi-api-token",
+  /** In the Kargo project namespace: the ConfigMap holding the script each verification Job runs. */
+  verificationScript: "pulumi-verification",
   /** Where a promotion checks out the Freight's commit (read-only) and the stage's branch. */
   checkout: { freight: "./freight", stage: "./stage" },
   /** The Warehouse's GitHub webhook receiver, and the Secret holding its shared secret. */

@@ -13,6 +13,9 @@ export const MAX_STACK_NAME = 42;
 const PLUGIN_CACHE_GIB_ALLOWED =
   "must be 0 (no plugin cache) or a whole number of GiB from 2 (one AWS provider and the next during an upgrade) to 64";
 
+/** The Node official image verification Jobs run in, at an exact version. */
+export const VERIFICATION_IMAGE = "node:22.20.0-alpine3.22";
+
 export const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 const quantity = z
@@ -129,12 +132,17 @@ export const pipelineSchema = z.strictObject({
     previewTimeout: duration.default("15m"),
     updateTimeout: duration.default("45m"),
     /**
-     * Operations fetched per look, newest first; the newest for the promoted commit among them decides.
-     * Each measurement stores the whole answer in the AnalysisRun (about 1.3 KB per operation), so ask for
-     * no more than the operations that may land on the stack between the stage's own and its verification
-     * (pull-request previews of the same stack count too).
+     * Operations fetched per request, newest first; the newest for the promoted commit among them decides.
+     * A preview's verification also looks at the previews of this many of the stack's newest versions.
+     * Ask for no more than the operations that may land on the stack between the stage's own and its
+     * verification (pull-request previews of the same stack count too).
      */
     pageSize: z.number().int().min(1).max(100).default(10),
+    /**
+     * The image of each verification Job (a Node official image: the check is one dependency-free script,
+     * kargo/verification/verify.mjs), pinned to a version tag or digest, checked by check-values.ts.
+     */
+    image: z.string().min(1, "must be an image with a pinned tag or digest").default(VERIFICATION_IMAGE),
   }),
 });
 

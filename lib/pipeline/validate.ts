@@ -20,6 +20,7 @@ import {
   namespaceProblems,
   verificationProblems,
   workspaceImageProblems,
+  verificationImageProblems,
 } from "./check-values";
 import { ancestors, findCycle, upstreamOf } from "./graph";
 import { stackObjectName } from "./names";
@@ -49,6 +50,7 @@ export function inputProblems(p: Pipeline, options: CheckOptions = {}): string[]
     ...apiUrlProblems(p.pulumi),
     ...stacksDirProblems(p.stacks.dir, p.source.programDir, repoRoot),
     ...workspaceImageProblems(p.stacks.workspaceImage),
+    ...verificationImageProblems(p.verification.image),
     ...verificationProblems(p.verification),
     ...environmentProblems(p, repoRoot),
     ...stageProblems(p),

@@ -1,6 +1,6 @@
-// How a stage knows its preview or update finished: the Argo Rollouts AnalysisTemplates that poll Pulumi
-// Cloud for the operation on the promoted commit, their expr conditions, and which template a stage uses
-// (protected environments' previews also fail on deletes and replaces).
+// How a stage knows its preview or update finished: the Argo Rollouts AnalysisTemplates whose Jobs poll
+// Pulumi Cloud for the operation on the promoted commit (kargo/verification/verify.mjs), and which template a
+// stage uses (protected environments' previews also fail on deletes and replaces).
 import type * as rollouts from "../crds/generated/rollouts";
 import { environmentStages } from "./graph";
 import { names } from "./names";
@@ -28,91 +28,104 @@ export function analysisTemplateKinds(p: Pipeline): AnalysisTemplateKind[] {
 /** Where verification asks: a self-hosted Pulumi Cloud's API when one is named, otherwise Pulumi Cloud's. */
 export const pulumiApiUrl = (p: Pipeline) => p.pulumi.selfHostedApiUrl ?? p.pulumi.apiUrl;
 
-/** Operations on the stack whose result a stage waits for: what Pulumi Cloud records for each. */
+/** Operations on the stack a protected environment's preview must not contain. */
 export type DestructiveOperation = "delete" | "replace";
 export const destructiveOperations: DestructiveOperation[] = ["delete", "replace"];
 
-/**
- * successCondition/failureCondition of each verification metric, in the expr-lang Argo Rollouts v1.9.0 runs
- * (github.com/antonmedv/expr v1.15.5) over `result`, the whole decoded answer of Pulumi Cloud (a web metric
- * without jsonPath gets the body, argo-rollouts v1.9.0 metricproviders/webmetric/webmetric.go). The rule:
- * the newest operation (by startTime, however the list is sorted) whose `git.head` is the promoted commit
- * decides; anything else (not there yet, running, null fields, another commit) is neither, so the metric
- * keeps polling instead of erroring. `?.`, `??` and `get` make every missing or null field a miss.
- */
-export function verificationConditions(
-  kind: "preview" | "update",
-  commit = "{{args.commit}}",
-): {
-  operation: { success: string; failure: string };
-  destructive: Record<DestructiveOperation, { success: string; failure: string }>;
-} {
-  // The history lists UpdateInfo at the top level (CLI format), the previews list under `info` (service
-  // format): pulumi/pulumi sdk/go/common/apitype/history.go. A preview's own kind is not "preview".
-  const ours = `get(#?.environment, "git.head") == "${commit}" && #?.startTime != nil`;
-  const operations =
-    kind === "preview"
-      ? `filter(map(result?.updates ?? [], #?.info), ${ours})`
-      : `filter(result?.updates ?? [], #?.kind == "update" && ${ours})`;
-  const newest = `let op = last(sortBy(${operations}, "startTime")); `;
-  const succeeded = `op?.result == "succeeded"`;
-  const count = (op: DestructiveOperation) => `(get(op?.resourceChanges, "${op}") ?? 0)`;
-  return {
-    operation: { success: newest + succeeded, failure: newest + `op?.result == "failed"` },
-    destructive: Object.fromEntries(
-      destructiveOperations.map((op) => [
-        op,
-        {
-          success: `${newest}${succeeded} && ${count(op)} == 0`,
-          failure: `${newest}${succeeded} && ${count(op)} > 0`,
-        },
-      ]),
-    ) as Record<DestructiveOperation, { success: string; failure: string }>,
-  };
-}
+/** The script each verification Job runs: the ConfigMap's one key, and where the Job mounts it. */
+export const verificationScriptKey = "verify.mjs";
+const scriptDir = "/verification";
+
+/** How long a Job may take to start (image pull, scheduling) beyond the script's own timeout. */
+const startSlack = 300;
 
 /**
- * Verification of a preview or an update: poll Pulumi Cloud for the operation on the stage's stack whose
- * `git.head` is the promoted commit, and end as soon as it has succeeded or failed. A protected
- * environment's preview also fails when it would delete or replace anything: one metric per operation, so
- * the AnalysisRun's message (`Metric "no-deletes" assessed Failed ...`) says which.
+ * The consecutive errors (no answer, a non-2xx, a body that is not JSON or not the documented shape) after
+ * which the script gives up, and the consecutive Job creation errors after which the AnalysisRun does.
+ */
+const errorLimit = 6;
+
+/**
+ * Verification of a preview or an update: one Job per metric runs kargo/verification/verify.mjs, which
+ * polls Pulumi Cloud for the operation on the stage's stack whose `git.head` is the promoted commit and ends
+ * as soon as it has succeeded or failed (argo-rollouts v1.9.0 metricproviders/job/job.go: the Job's Complete
+ * condition is Successful, Failed is Failed). Not a web metric: Rollouts v1.9.0 counts any 2xx body that is
+ * not JSON as Successful before a condition runs (metricproviders/webmetric/webmetric.go, parseResponse). A
+ * protected environment's preview also fails when it would delete or replace anything: one metric per
+ * check, so the AnalysisRun's message (`Metric "no-deletes" assessed Failed ...`) says which.
  */
 export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): rollouts.AnalysisTemplateSpec {
   const v = p.verification;
   const operation = kind === "update" ? "update" : "preview";
-  const count = Math.ceil(
-    seconds(operation === "preview" ? v.previewTimeout : v.updateTimeout) / seconds(v.interval),
-  );
-  const path =
-    operation === "preview"
-      ? // Newest first, as the CLI asks (pulumi/pulumi pkg/backend/httpstate/client/client.go,
-        // GetLatestStackPreviews); the history comes newest first ("?pageSize=1&page=1 ... the most recent
-        // update", REST API docs). One page of the newest holds the commit's newest operation.
-        `updates/latest/previews?asc=false&pageSize=${v.pageSize}&page=1`
-      : `updates?pageSize=${v.pageSize}&page=1`;
-  const conditions = verificationConditions(operation);
-  const metric = (name: string, condition: { success: string; failure: string }) => ({
+  const timeout = operation === "preview" ? v.previewTimeout : v.updateTimeout;
+  const metric = (name: string, check: "operation" | DestructiveOperation) => ({
     name,
     initialDelay: v.initialDelay,
-    interval: v.interval,
-    count,
-    // Not found yet or still running is neither success nor failure: keep polling until `count`.
-    inconclusiveLimit: count,
-    // Errors are only Pulumi Cloud being unreachable or answering non-2xx: the run ends in Error after 7 in a
-    // row (it errors when the count exceeds the limit, argo-rollouts v1.9.0 analysis/analysis.go).
-    consecutiveErrorLimit: 6,
+    // One Job per metric, which polls until it decides: one measurement, so Rollouts' measurement garbage
+    // collection (which deletes every Job of the run beyond the limit, whatever its metric: job.go,
+    // GarbageCollect) never runs.
+    count: 1,
     failureLimit: 0,
-    consecutiveSuccessLimit: 1,
-    successCondition: condition.success,
-    failureCondition: condition.failure,
+    // Only the Job's creation can error (RBAC, quota); retried every 10 s (analysis.go, DefaultErrorRetryInterval).
+    consecutiveErrorLimit: errorLimit,
     provider: {
-      web: {
-        url: `{{args.api-url}}/api/stacks/{{args.organization}}/{{args.project}}/{{args.stack}}/${path}`,
-        headers: [
-          { key: "Authorization", value: "token {{args.token}}" },
-          { key: "Accept", value: "application/vnd.pulumi+8" },
-        ],
-        timeoutSeconds: 10,
+      job: {
+        metadata: { labels: { "app.kubernetes.io/name": "pulumi-verification" } },
+        spec: {
+          backoffLimit: 0,
+          activeDeadlineSeconds: seconds(timeout) + startSlack,
+          ttlSecondsAfterFinished: 24 * 3600,
+          template: {
+            spec: {
+              restartPolicy: "Never",
+              automountServiceAccountToken: false,
+              enableServiceLinks: false,
+              securityContext: {
+                // The image's `node` user (uid 1000): runAsNonRoot cannot check a user given by name.
+                runAsNonRoot: true,
+                runAsUser: 1000,
+                runAsGroup: 1000,
+                seccompProfile: { type: "RuntimeDefault" },
+              },
+              containers: [
+                {
+                  name: "verify",
+                  image: v.image,
+                  command: ["node", `${scriptDir}/${verificationScriptKey}`],
+                  env: [
+                    { name: "PULUMI_API_URL", value: "{{args.api-url}}" },
+                    { name: "PULUMI_ORGANIZATION", value: "{{args.organization}}" },
+                    { name: "PULUMI_PROJECT", value: "{{args.project}}" },
+                    { name: "PULUMI_STACK", value: "{{args.stack}}" },
+                    { name: "COMMIT", value: "{{args.commit}}" },
+                    { name: "OPERATION", value: operation },
+                    { name: "CHECK", value: check },
+                    { name: "INTERVAL", value: v.interval },
+                    { name: "TIMEOUT", value: timeout },
+                    { name: "PAGE_SIZE", value: String(v.pageSize) },
+                    { name: "ERROR_LIMIT", value: String(errorLimit) },
+                    {
+                      name: "PULUMI_ACCESS_TOKEN",
+                      valueFrom: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } },
+                    },
+                  ],
+                  resources: {
+                    requests: { cpu: "10m", memory: "64Mi" },
+                    limits: { memory: "128Mi" },
+                  },
+                  securityContext: {
+                    allowPrivilegeEscalation: false,
+                    readOnlyRootFilesystem: true,
+                    capabilities: { drop: ["ALL"] },
+                  },
+                  terminationMessagePolicy: "FallbackToLogsOnError",
+                  volumeMounts: [{ name: "script", mountPath: scriptDir, readOnly: true }],
+                },
+              ],
+              volumes: [{ name: "script", configMap: { name: names.verificationScript } }],
+            },
+          },
+        },
       },
     },
   });
@@ -123,16 +136,10 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
       { name: "api-url", value: pulumiApiUrl(p) },
       { name: "organization", value: p.pulumi.organization },
       { name: "project", value: p.pulumi.project },
-      { name: "token", valueFrom: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } } },
     ],
-    // Each measurement stores the whole answer (no jsonPath): keep only the latest per metric, so an
-    // AnalysisRun stays far below etcd's object size (argo-rollouts v1.9.0 analysis.go, garbageCollectMeasurements).
-    measurementRetention: [{ metricName: ".*", limit: 1 }],
     metrics: [
-      metric(`pulumi-${operation}`, conditions.operation),
-      ...(kind === "protectedPreview"
-        ? destructiveOperations.map((op) => metric(`no-${op}s`, conditions.destructive[op]))
-        : []),
+      metric(`pulumi-${operation}`, "operation"),
+      ...(kind === "protectedPreview" ? destructiveOperations.map((op) => metric(`no-${op}s`, op)) : []),
     ],
   };
 }

@@ -13,7 +13,7 @@ import (
 func TestAllDigitCommit(t *testing.T) {
 	const digits = "1234567890123456789012345678901234567890"
 	kargo := plan.Load(t, "kargo")
-	secret := tokenSecret(t, kargo)
+	cluster := inCluster(t, kargo)
 	for _, tr := range templateRuns(t, kargo, digits) {
 		tpl, stage, base := tr.template, tr.stage, tr.base
 		if v := argValue(base, "commit"); v == nil || *v != digits {
@@ -24,7 +24,7 @@ func TestAllDigitCommit(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
 			ops(kind, op(digits, "succeeded", t0, nil), op(other, "failed", t0+100, nil))(c)
-			if got := drive(t, against(base, c.URL), time.Minute, secret); got.Status.Phase != successful {
+			if got := drive(t, against(base, c.URL), time.Minute, cluster...); got.Status.Phase != successful {
 				t.Errorf("phase %s: %s", got.Status.Phase, got.Status.Message)
 			}
 		})

@@ -12,26 +12,31 @@ import (
 	informers "github.com/argoproj/argo-rollouts/pkg/client/informers/externalversions"
 	"github.com/argoproj/argo-rollouts/utils/queue"
 	"github.com/argoproj/argo-rollouts/utils/record"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
 // drive hands the run to Argo Rollouts' analysis controller, set up as its own controller tests set it up
-// (argo-rollouts v1.9.0 analysis/controller_test.go, newController), with `secrets` in the cluster for
-// valueFrom arguments, and returns the run once it reaches a terminal phase (the test fails after `limit`).
-func drive(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, secrets ...*corev1.Secret) *v1alpha1.AnalysisRun {
+// (argo-rollouts v1.9.0 analysis/controller_test.go, newController), with `objects` (Secrets, ConfigMaps) in
+// the cluster and the kube Job controller's stand-in running the Jobs it creates, and returns the run once
+// it reaches a terminal phase (the test fails after `limit`).
+func drive(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, objects ...runtime.Object) *v1alpha1.AnalysisRun {
+	t.Helper()
+	got, _ := driveJobs(t, run, limit, objects...)
+	return got
+}
+
+// driveJobs is drive, also returning what each Job did.
+func driveJobs(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, objects ...runtime.Object) (*v1alpha1.AnalysisRun, []jobRun) {
 	t.Helper()
 	client := fake.NewSimpleClientset(run)
-	kube := k8sfake.NewSimpleClientset()
-	for _, s := range secrets {
-		if _, err := kube.CoreV1().Secrets(s.Namespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kube := k8sfake.NewSimpleClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	runs := factory.Argoproj().V1alpha1().AnalysisRuns()
@@ -47,13 +52,24 @@ func drive(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, secrets
 		}),
 		Recorder: record.NewFakeEventRecorder(),
 	})
+	// A real API server answers the controller's write of the run's status only after the Job it created
+	// just before is in flight to the Job informer; the in-memory clientsets answer at once, and the
+	// controller would then look for the Job before its informer saw it (job.go, Resume: "not found").
+	jobInformer := kubeFactory.Batch().V1().Jobs()
+	client.PrependReactor("*", "analysisruns", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() == "update" || a.GetVerb() == "patch" {
+			awaitJobInformer(kube, jobInformer.Lister())
+		}
+		return false, nil, nil
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	jobs := runJobs(ctx, t, kube)
 	// Workers stop only once their queue shuts down (argo-rollouts v1.9.0 utils/controller/controller.go).
-	defer func() { cancel(); work.ShutDown(); <-done }()
+	defer func() { cancel(); work.ShutDown(); <-done; jobs.wait() }()
 	factory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), runs.Informer().HasSynced)
+	cache.WaitForCacheSync(ctx.Done(), runs.Informer().HasSynced, kubeFactory.Batch().V1().Jobs().Informer().HasSynced)
 	go func() {
 		defer close(done)
 		_ = controller.Run(ctx, 1)
@@ -66,7 +82,7 @@ func drive(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, secrets
 			t.Fatal(err)
 		}
 		if current.Status.Phase.Completed() {
-			return current
+			return current, jobs.Runs()
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the AnalysisRun is still %q after %s: %+v", current.Status.Phase, limit, current.Status.MetricResults)
@@ -88,4 +104,23 @@ type fastQueue struct {
 
 func (q fastQueue) AddAfter(item any, d time.Duration) {
 	q.RateLimitingInterface.AddAfter(item, d/speed)
+}
+
+// awaitJobInformer waits (up to ten seconds, for a loaded test machine) until the Job informer holds every Job in the cluster.
+func awaitJobInformer(kube *k8sfake.Clientset, lister batchlisters.JobLister) {
+	all, err := kube.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		seen := 0
+		for _, j := range all.Items {
+			if _, err := lister.Jobs(j.Namespace).Get(j.Name); err == nil {
+				seen++
+			}
+		}
+		if seen == len(all.Items) {
+			return
+		}
+	}
 }

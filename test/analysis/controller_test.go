@@ -5,32 +5,48 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// The controller set up here really measures: a run with one web metric and no condition ends Successful
-// once it has asked the stand-in, and a run it cannot resolve (a Secret that is not there) ends in Error.
+// The controller and the Job stand-in set up here really measure: a job metric whose node exits 0 is
+// Successful, one that exits 1 is Failed, and one whose container cannot start (its Secret is not there)
+// fails at the Job's deadline.
 func TestControllerMeasures(t *testing.T) {
-	c := newCloud(t, token)
-	c.stack.setUpdates()
-	url := c.URL + "/api/stacks/o/p/s/updates"
 	one := intstr.FromInt32(1)
-	run := &v1alpha1.AnalysisRun{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "infra"},
-		Spec: v1alpha1.AnalysisRunSpec{Metrics: []v1alpha1.Metric{{
-			Name:     "probe",
-			Count:    &one,
-			Provider: v1alpha1.MetricProvider{Web: &v1alpha1.WebMetric{URL: url, Headers: []v1alpha1.WebMetricHeader{{Key: "Authorization", Value: "token " + token}}}},
-		}}},
+	deadline := int64(600)
+	probe := func(script string, env ...corev1.EnvVar) *v1alpha1.AnalysisRun {
+		var backoff int32
+		return &v1alpha1.AnalysisRun{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "infra", UID: "probe-uid"},
+			Spec: v1alpha1.AnalysisRunSpec{Metrics: []v1alpha1.Metric{{
+				Name:  "probe",
+				Count: &one,
+				Provider: v1alpha1.MetricProvider{Job: &v1alpha1.JobMetric{Spec: batchv1.JobSpec{
+					BackoffLimit:          &backoff,
+					ActiveDeadlineSeconds: &deadline,
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "probe", Command: []string{"node", "-e", script}, Env: env,
+					}}}},
+				}}},
+			}}},
+		}
 	}
-	if got := drive(t, run, time.Minute); got.Status.Phase != successful || len(c.Requests()) == 0 {
-		t.Errorf("phase %s after %d requests", got.Status.Phase, len(c.Requests()))
+	if got, jobs := driveJobs(t, probe(`process.exit(0)`), time.Minute); got.Status.Phase != successful || len(jobs) != 1 {
+		t.Errorf("exit 0: phase %s, jobs %+v %+v", got.Status.Phase, jobs, got.Status.MetricResults)
 	}
-	missing := run.DeepCopy()
-	missing.Spec.Args = []v1alpha1.Argument{{Name: "token", ValueFrom: &v1alpha1.ValueFrom{SecretKeyRef: &v1alpha1.SecretKeyRef{Name: "absent", Key: "accessToken"}}}}
-	missing.Spec.Metrics[0].Provider.Web.Headers[0].Value = "token {{args.token}}"
-	if got := drive(t, missing, time.Minute); got.Status.Phase != errored {
-		t.Errorf("without the Secret: phase %s", got.Status.Phase)
+	if got, jobs := driveJobs(t, probe(`process.stderr.write("no\n"); process.exit(1)`), time.Minute); got.Status.Phase != failed || jobs[0].Stderr != "no\n" {
+		t.Errorf("exit 1: phase %s, jobs %+v %+v", got.Status.Phase, jobs, got.Status.MetricResults)
+	}
+	// Ten minutes on the Jobs' clock are 6 s: a script that sleeps a day on it is still running then.
+	if got, jobs := driveJobs(t, probe(`setTimeout(() => {}, 86_400_000)`), time.Minute); got.Status.Phase != failed || jobs[0].Reason != "DeadlineExceeded" {
+		t.Errorf("past the deadline: phase %s, jobs %+v", got.Status.Phase, jobs)
+	}
+	missing := corev1.EnvVar{Name: "T", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "accessToken"}}}
+	if got, jobs := driveJobs(t, probe(`process.exit(0)`, missing), time.Minute); got.Status.Phase != failed || jobs[0].Reason != "DeadlineExceeded" {
+		t.Errorf("without the Secret: phase %s, jobs %+v", got.Status.Phase, jobs)
 	}
 }

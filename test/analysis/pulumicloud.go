@@ -1,11 +1,14 @@
 // Package analysis runs every AnalysisTemplate the kargo plan emits through Argo Rollouts' own analysis
-// controller (v1.9.0) and web metric provider, against a stand-in for Pulumi Cloud's REST API.
+// controller (v1.9.0) and job metric provider, each Job's script run by node against a stand-in for Pulumi
+// Cloud's REST API.
 package analysis
 
 import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,32 +55,53 @@ func jsonAnswer(v any) answer {
 	return answer{status: http.StatusOK, body: raw}
 }
 
-// stack is one Pulumi stack's record in the stand-in: its update history and the previews made since its
-// latest update ("List Previews" lists only those, Pulumi Cloud REST API, Stack Updates).
+// stack is one Pulumi stack's record in the stand-in: its update history, and its previews, each listed
+// under the stack version it ran against ("List Previews" of `latest` lists only those since the latest
+// update; `updates/{version}/previews` those of that version: Pulumi Cloud REST API, Stack Updates,
+// GetLatestStackPreviews and GetStackPreviews).
 type stack struct {
 	mu       sync.Mutex
-	updates  []updateInfo // newest first, as the history endpoint answers
-	previews []preview    // oldest first, the endpoint's default order
+	updates  []updateInfo      // newest first, as the history endpoint answers
+	previews map[int][]preview // by stack version, each oldest first, the endpoint's default order
 }
 
-// finishUpdate records an update of the stack: it joins the history, and the previews list starts over.
+// version is the stack's latest version: the newest update's.
+func (s *stack) version() int {
+	if len(s.updates) == 0 {
+		return 0
+	}
+	return s.updates[0].Version
+}
+
+// finishUpdate records an update of the stack: it joins the history as the next version, and the
+// previews of `latest` start over; the earlier ones stay listed under the version they ran against.
 func (s *stack) finishUpdate(u updateInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	u.Version = s.version() + 1
 	s.updates = append([]updateInfo{u}, s.updates...)
-	s.previews = nil
 }
 
+// setUpdates sets the history, newest first; operations without a version get them in that order.
 func (s *stack) setUpdates(u ...updateInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.updates = u
+	s.updates = append([]updateInfo(nil), u...)
+	for i := range s.updates {
+		if s.updates[i].Version == 0 {
+			s.updates[i].Version = len(s.updates) - i
+		}
+	}
 }
 
+// setPreviews sets the previews of the stack's latest version.
 func (s *stack) setPreviews(p ...preview) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.previews = p
+	if s.previews == nil {
+		s.previews = map[int][]preview{}
+	}
+	s.previews[s.version()] = p
 }
 
 // cloud is the stand-in server. Each request is answered by `override` when set (errors, HTML, timeouts);
@@ -92,6 +116,8 @@ type cloud struct {
 	mu       sync.Mutex
 	requests []string
 }
+
+var previewsPath = regexp.MustCompile(`/updates/(latest|[1-9][0-9]*)/previews$`)
 
 func newCloud(t *testing.T, token string) *cloud {
 	c := &cloud{token: token, stack: &stack{}}
@@ -136,16 +162,20 @@ func (c *cloud) answer(r *http.Request) answer {
 	q := r.URL.Query()
 	c.stack.mu.Lock()
 	defer c.stack.mu.Unlock()
-	switch {
-	case strings.HasSuffix(r.URL.Path, "/updates/latest/previews"):
-		list := append([]preview(nil), c.stack.previews...)
+	if m := previewsPath.FindStringSubmatch(r.URL.Path); m != nil {
+		version := c.stack.version()
+		if m[1] != "latest" {
+			version, _ = strconv.Atoi(m[1])
+		}
+		list := append([]preview(nil), c.stack.previews[version]...)
 		if q.Get("asc") == "false" {
 			for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
 				list[i], list[j] = list[j], list[i]
 			}
 		}
 		return jsonAnswer(map[string]any{"updates": page(list, q), "itemsPerPage": len(list), "total": len(list)})
-	case strings.HasSuffix(r.URL.Path, "/updates"):
+	}
+	if strings.HasSuffix(r.URL.Path, "/updates") {
 		return jsonAnswer(map[string]any{"updates": page(c.stack.updates, q)})
 	}
 	return answer{status: http.StatusNotFound, body: []byte(`{"code":404,"message":"Not Found"}`)}

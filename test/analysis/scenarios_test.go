@@ -2,14 +2,17 @@ package analysis
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"infra-change-platform/test/internal/plan"
 )
@@ -22,10 +25,9 @@ const (
 )
 
 var (
-	successful   = v1alpha1.AnalysisPhaseSuccessful
-	failed       = v1alpha1.AnalysisPhaseFailed
-	inconclusive = v1alpha1.AnalysisPhaseInconclusive
-	errored      = v1alpha1.AnalysisPhaseError
+	successful = v1alpha1.AnalysisPhaseSuccessful
+	failed     = v1alpha1.AnalysisPhaseFailed
+	errored    = v1alpha1.AnalysisPhaseError
 )
 
 // op is one operation on the stack: kind "update" in the history, or a preview.
@@ -58,7 +60,12 @@ type scenario struct {
 	setup func(c *cloud)
 	// want is the run's phase for the update template and for preview templates (protected or not).
 	update, preview, protectedPreview v1alpha1.AnalysisPhase
-	timeout                           bool
+	// why matches the last line a failed Job wrote, the reason a user reads in its log.
+	why string
+	// metric is the one the run's message must name when the protected preview's run fails ("operation" for
+	// the template's first, the operation's own). Unset where every check fails alike (no answer, no
+	// operation): then whichever Job ends first is named.
+	metric string
 	// updateOnly: only the history holds operations of other kinds (refresh, destroy).
 	updateOnly bool
 }
@@ -89,23 +96,29 @@ func same(s scenario, phase v1alpha1.AnalysisPhase) scenario {
 	return s
 }
 
+const (
+	notFound = `^no (finished|succeeded) (preview|update) of ` + commit + ` on \S+ within \d+[smh]( to count its (deletes|replaces) in)?$`
+	noAnswer = `^Pulumi Cloud \(.*\) gave no usable answer 7 times in a row; last: `
+)
+
 // scenarios is the table every template in the plan runs. Lists hold operations in the order Pulumi Cloud
-// lists them: the history newest first; previews oldest first (the REST API's default) unless said.
+// lists them: the history newest first; previews oldest first (the REST API's default) unless said. The job
+// provider has no Inconclusive: what used to wait out the count now fails at the timeout, saying so.
 func scenarios(kind string) []scenario {
 	deletes := map[string]int{"delete": 2, "same": 3}
 	replaces := map[string]int{"replace": 1, "update": 1}
 	return []scenario{
 		same(scenario{name: "succeeded for the commit", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"same": 4}))}, successful),
-		same(scenario{name: "failed for the commit", setup: ops(kind, op(commit, "failed", t0, nil))}, failed),
-		same(scenario{name: "still running for the commit", setup: ops(kind, op(commit, "in-progress", t0, nil))}, inconclusive),
-		same(scenario{name: "not started", setup: ops(kind, op(commit, "not-started", t0, nil))}, inconclusive),
-		same(scenario{name: "only other commits", setup: ops(kind, op(other, "succeeded", t0, nil), op(other, "failed", t0-100, nil))}, inconclusive),
+		same(scenario{name: "failed for the commit", metric: "operation", why: `^the (preview|update) of 4f1c2b9e8d7a on \S+ failed$`, setup: ops(kind, op(commit, "failed", t0, nil))}, failed),
+		same(scenario{name: "still running for the commit", why: notFound, setup: ops(kind, op(commit, "in-progress", t0, nil))}, failed),
+		same(scenario{name: "not started", why: notFound, setup: ops(kind, op(commit, "not-started", t0, nil))}, failed),
+		same(scenario{name: "only other commits", why: notFound, setup: ops(kind, op(other, "succeeded", t0, nil), op(other, "failed", t0-100, nil))}, failed),
 		same(scenario{name: "another commit's newer operation", setup: ops(kind, op(other, "failed", t0+100, nil), op(commit, "succeeded", t0, nil))}, successful),
 		{name: "changes, no delete or replace", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"create": 2, "update": 1, "same": 3})),
 			update: successful, preview: successful, protectedPreview: successful},
-		{name: "would delete", setup: ops(kind, op(commit, "succeeded", t0, deletes)),
+		{name: "would delete", metric: "no-deletes", why: `would delete 2 resource\(s\)`, setup: ops(kind, op(commit, "succeeded", t0, deletes)),
 			update: successful, preview: successful, protectedPreview: failed},
-		{name: "would replace", setup: ops(kind, op(commit, "succeeded", t0, replaces)),
+		{name: "would replace", metric: "no-replaces", why: `would replace 1 resource\(s\)`, setup: ops(kind, op(commit, "succeeded", t0, replaces)),
 			update: successful, preview: successful, protectedPreview: failed},
 		{name: "zero deletes and replaces", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"delete": 0, "replace": 0, "same": 3})),
 			update: successful, preview: successful, protectedPreview: successful},
@@ -117,19 +130,19 @@ func scenarios(kind string) []scenario {
 			setup: ops(kind, op(commit, "failed", t0+100, nil), op(commit, "succeeded", t0, nil))}, failed),
 		same(scenario{name: "retry failed after a success, oldest first",
 			setup: ops(kind, op(commit, "succeeded", t0, nil), op(commit, "failed", t0+100, nil))}, failed),
-		same(scenario{name: "empty list", setup: ops(kind)}, inconclusive),
+		same(scenario{name: "empty list", why: notFound, setup: ops(kind)}, failed),
 		same(scenario{name: "a failed refresh of the commit after its update", updateOnly: true, setup: func(c *cloud) {
 			refresh := op(commit, "failed", t0+100, nil)
 			refresh.Kind = "refresh"
 			ops(kind, refresh, op(commit, "succeeded", t0, nil))(c)
 		}}, successful),
-		same(scenario{name: "only a destroy of the commit", updateOnly: true, setup: func(c *cloud) {
+		same(scenario{name: "only a destroy of the commit", updateOnly: true, why: notFound, setup: func(c *cloud) {
 			destroy := op(commit, "succeeded", t0, nil)
 			destroy.Kind = "destroy"
 			ops(kind, destroy)(c)
-		}}, inconclusive),
-		same(scenario{name: "updates: null", setup: raw(http.StatusOK, `{"updates":null}`)}, inconclusive),
-		same(scenario{name: "no updates key", setup: raw(http.StatusOK, `{}`)}, inconclusive),
+		}}, failed),
+		// Go encodes an empty list as null: an answer, not an error.
+		same(scenario{name: "updates: null", why: notFound, setup: raw(http.StatusOK, `{"updates":null}`)}, failed),
 		same(scenario{name: "null environment and null entries beside ours",
 			setup: func(c *cloud) {
 				ours := op(commit, "succeeded", t0, nil)
@@ -140,7 +153,7 @@ func scenarios(kind string) []scenario {
 				}
 				raw(http.StatusOK, `{"updates":[{"updateID":"x"},{"info":null},`+mustJSON(asPreview(anon))+`,`+mustJSON(asPreview(ours))+`]}`)(c)
 			}}, successful),
-		same(scenario{name: "null environment only", setup: ops(kind, op("", "succeeded", t0, nil))}, inconclusive),
+		same(scenario{name: "null environment only", why: notFound, setup: ops(kind, op("", "succeeded", t0, nil))}, failed),
 		same(scenario{name: "running, then succeeded", setup: func(c *cloud) {
 			ops(kind, op(commit, "in-progress", t0, nil))(c)
 			c.onServe = func(_ string, n int) {
@@ -149,28 +162,45 @@ func scenarios(kind string) []scenario {
 				}
 			}
 		}}, successful),
-		same(scenario{name: "401: the token is refused", setup: func(c *cloud) { c.token = "another" }}, errored),
-		same(scenario{name: "404", setup: raw(http.StatusNotFound, `{"code":404,"message":"Not Found"}`)}, errored),
-		same(scenario{name: "500", setup: raw(http.StatusInternalServerError, `{"code":500,"message":"Internal Server Error"}`)}, errored),
-		same(scenario{name: "timeout", timeout: true, setup: func(c *cloud) {
-			c.override = func(*http.Request) *answer {
-				return &answer{status: http.StatusOK, body: []byte(`{}`), delay: 1500 * time.Millisecond}
+		// Anything but the JSON the REST API documents is an error, never a verdict: 7 in a row fail the Job.
+		same(scenario{name: "a 200 HTML page", why: noAnswer + `.* with a body that is not JSON$`,
+			setup: raw(http.StatusOK, "<!doctype html><html><body>Sign in to continue</body></html>")}, failed),
+		same(scenario{name: "a 200 JSON of another shape", why: noAnswer + `.* answered JSON without an updates list$`,
+			setup: raw(http.StatusOK, `{"items":[{"result":"succeeded"}],"status":"ok"}`)}, failed),
+		same(scenario{name: "a 200 JSON list", why: noAnswer + `.* answered JSON without an updates list$`,
+			setup: raw(http.StatusOK, `[{"result":"succeeded"}]`)}, failed),
+		same(scenario{name: "a 200 JSON whose updates is not a list", why: noAnswer + `.* not a list$`,
+			setup: raw(http.StatusOK, `{"updates":{"result":"succeeded"}}`)}, failed),
+		same(scenario{name: "no updates key", why: noAnswer, setup: raw(http.StatusOK, `{}`)}, failed),
+		same(scenario{name: "401: the token is refused", why: noAnswer + `HTTP 401 `, setup: func(c *cloud) { c.token = "another" }}, failed),
+		same(scenario{name: "404", why: noAnswer + `HTTP 404 `, setup: raw(http.StatusNotFound, `{"code":404,"message":"Not Found"}`)}, failed),
+		same(scenario{name: "500", why: noAnswer + `HTTP 500 `, setup: raw(http.StatusInternalServerError, `{"code":500,"message":"Internal Server Error"}`)}, failed),
+		same(scenario{name: "500, then the answer", setup: func(c *cloud) {
+			ops(kind, op(commit, "succeeded", t0, nil))(c)
+			c.override = func(r *http.Request) *answer {
+				if len(c.Requests()) <= 6 {
+					return &answer{status: http.StatusInternalServerError, body: []byte(`{"code":500}`)}
+				}
+				return nil
 			}
-		}}, errored),
+		}}, successful),
+		// Pulumi Cloud never answering: the Job's deadline ends it.
+		same(scenario{name: "no answer", setup: func(c *cloud) {
+			c.override = func(*http.Request) *answer {
+				return &answer{status: http.StatusOK, body: []byte(`{}`), delay: time.Minute}
+			}
+		}}, failed),
 	}
 }
 
 func mustJSON(v any) string { return string(jsonAnswer(v).body) }
 
-// templateKind reads what a template verifies from the stand-in path it asks for.
+// templateKind reads what a template verifies from its Job's OPERATION.
 func templateKind(stage *unstructured.Unstructured, run *v1alpha1.AnalysisRun) (kind string, protected bool) {
-	for _, m := range run.Spec.Metrics {
-		if strings.Contains(m.Provider.Web.URL, "/previews") {
-			kind = "preview"
+	for _, e := range run.Spec.Metrics[0].Provider.Job.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "OPERATION" {
+			kind = e.Value
 		}
-	}
-	if kind == "" {
-		kind = "update"
 	}
 	return kind, len(run.Spec.Metrics) > 1
 }
@@ -179,7 +209,7 @@ func templateKind(stage *unstructured.Unstructured, run *v1alpha1.AnalysisRun) (
 // Rollouts' analysis controller over the whole table.
 func TestVerificationPhases(t *testing.T) {
 	kargo := plan.Load(t, "kargo")
-	secret := tokenSecret(t, kargo)
+	cluster := inCluster(t, kargo)
 	for _, tr := range templateRuns(t, kargo, commit) {
 		tpl, stage, base := tr.template, tr.stage, tr.base
 		kind, protected := templateKind(stage, base)
@@ -192,12 +222,6 @@ func TestVerificationPhases(t *testing.T) {
 				c := newCloud(t, token)
 				sc.setup(c)
 				run := against(base, c.URL)
-				if sc.timeout {
-					// A timeout is what this scenario is about, not its length: 1 s instead of the emitted 10 s.
-					for i := range run.Spec.Metrics {
-						run.Spec.Metrics[i].Provider.Web.TimeoutSeconds = 1
-					}
-				}
 				want := sc.update
 				if kind == "preview" {
 					want = sc.preview
@@ -205,34 +229,67 @@ func TestVerificationPhases(t *testing.T) {
 						want = sc.protectedPreview
 					}
 				}
-				got := drive(t, run, time.Minute, secret)
+				got, jobs := driveJobs(t, run, time.Minute, cluster...)
 				if got.Status.Phase != want {
-					t.Errorf("phase %s, want %s: %s (requests: %d)", got.Status.Phase, want, got.Status.Message, len(c.Requests()))
+					t.Errorf("phase %s, want %s: %s (requests: %d; jobs: %+v)", got.Status.Phase, want, got.Status.Message, len(c.Requests()), jobs)
+				}
+				if want == failed && sc.why != "" {
+					expectReason(t, jobs, sc.why)
+				}
+				if want == failed && sc.metric != "" {
+					// The run's message names the check that failed (argo-rollouts v1.9.0 analysis/analysis.go,
+					// assessRunStatus).
+					metric := sc.metric
+					if metric == "operation" || !protected {
+						metric = base.Spec.Metrics[0].Name
+					}
+					if prefix := `Metric "` + metric + `" assessed Failed`; !strings.HasPrefix(got.Status.Message, prefix) {
+						t.Errorf("message %q, want %s...", got.Status.Message, prefix)
+					}
 				}
 			})
 		}
 	}
 }
 
-// tokenSecret is the plan's verification token Secret, holding the stand-in's token (the plan's value is
-// a Pulumi secret, unknown offline).
-func tokenSecret(t *testing.T, kargo *plan.Project) *corev1.Secret {
+// inCluster is what the kargo project puts in the namespace the Jobs run in: the verification token Secret
+// each Job's env reads (holding the stand-in's token: the plan's value is a Pulumi secret, unknown offline)
+// and the script's ConfigMap, as the plan emits it.
+func inCluster(t *testing.T, kargo *plan.Project) []runtime.Object {
 	t.Helper()
+	var out []runtime.Object
 	for _, tpl := range kargo.OfKind("AnalysisTemplate") {
 		var spec v1alpha1.AnalysisTemplate
 		plan.Into(t, tpl.Object, &spec)
-		for _, a := range spec.Spec.Args {
-			if a.ValueFrom != nil && a.ValueFrom.SecretKeyRef != nil {
-				s := kargo.Object(t, "Secret", a.ValueFrom.SecretKeyRef.Name)
-				return &corev1.Secret{
-					ObjectMeta: metav1.ObjectMeta{Name: s.GetName(), Namespace: s.GetNamespace()},
-					Data:       map[string][]byte{a.ValueFrom.SecretKeyRef.Key: []byte(token)},
+		for _, m := range spec.Spec.Metrics {
+			if m.Provider.Job == nil {
+				t.Fatalf("%s/%s: not a job metric", tpl.GetName(), m.Name)
+			}
+			pod := m.Provider.Job.Spec.Template.Spec
+			for _, c := range pod.Containers {
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && len(out) == 0 {
+						s := kargo.Object(t, "Secret", e.ValueFrom.SecretKeyRef.Name)
+						out = append(out, &corev1.Secret{
+							ObjectMeta: metav1.ObjectMeta{Name: s.GetName(), Namespace: s.GetNamespace()},
+							Data:       map[string][]byte{e.ValueFrom.SecretKeyRef.Key: []byte(token)},
+						})
+					}
+				}
+			}
+			for _, v := range pod.Volumes {
+				if v.ConfigMap != nil && len(out) == 1 {
+					var cm corev1.ConfigMap
+					plan.Into(t, kargo.Object(t, "ConfigMap", v.ConfigMap.Name).Object, &cm)
+					out = append(out, &cm)
 				}
 			}
 		}
 	}
-	t.Fatal("no AnalysisTemplate reads its token from a Secret")
-	return nil
+	if len(out) != 2 {
+		t.Fatal("no AnalysisTemplate's Job reads its token from a Secret and its script from a ConfigMap")
+	}
+	return out
 }
 
 func stageUsing(t *testing.T, kargo *plan.Project, template string) *unstructured.Unstructured {
@@ -276,4 +333,23 @@ func templateRuns(t *testing.T, kargo *plan.Project, commitID string) []template
 		out = append(out, templateRun{tpl, stage, newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commitID})})
 	}
 	return out
+}
+
+// expectReason: a Job failed, and the last line it wrote (the reason) matches `why`.
+func expectReason(t *testing.T, jobs []jobRun, why string) {
+	t.Helper()
+	re := regexp.MustCompile(why)
+	var reasons []string
+	for _, j := range jobs {
+		if j.Condition != batchv1.JobFailed {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(j.Stderr), "\n")
+		last := lines[len(lines)-1]
+		if re.MatchString(last) {
+			return
+		}
+		reasons = append(reasons, j.Metric+": "+last)
+	}
+	t.Errorf("no failed Job says %q; they say %q", why, reasons)
 }

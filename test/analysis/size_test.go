@@ -24,19 +24,31 @@ func realisticOp(head string, i int) updateInfo {
 	for k := range 8 {
 		u.Config[fmt.Sprintf("infra-program:setting%d", k)] = map[string]any{"string": "a-typical-value", "secret": false, "object": false}
 	}
-	u.Version = 200 - i
 	u.ResourceCount = 41
 	return u
 }
 
-// Each measurement stores Pulumi Cloud's whole answer in the AnalysisRun (no jsonPath): it holds at most
-// the page the template asks for, and the newest operation for the commit is on it.
-func TestMeasurementSize(t *testing.T) {
+// jobEnv is one env value of the template's first Job.
+func jobEnv(t *testing.T, tr templateRun, name string) string {
+	t.Helper()
+	for _, e := range tr.base.Spec.Metrics[0].Provider.Job.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	t.Fatalf("%s: the Job has no %s", tr.template.GetName(), name)
+	return ""
+}
+
+// Pulumi Cloud's answers stay in the Job: every request asks for one page of verification.pageSize, and the
+// AnalysisRun stores only which Job measured, whatever the stack's history holds.
+func TestRequestAndRunSize(t *testing.T) {
 	kargo := plan.Load(t, "kargo")
-	secret := tokenSecret(t, kargo)
+	cluster := inCluster(t, kargo)
 	for _, tr := range templateRuns(t, kargo, commit) {
 		tpl, stage, base := tr.template, tr.stage, tr.base
 		kind, _ := templateKind(stage, base)
+		pageSize := jobEnv(t, tr, "PAGE_SIZE")
 		t.Run(tpl.GetName(), func(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
@@ -51,34 +63,34 @@ func TestMeasurementSize(t *testing.T) {
 				}
 			}
 			ops(kind, list...)(c)
-			got := drive(t, against(base, c.URL), time.Minute, secret)
+			got := drive(t, against(base, c.URL), time.Minute, cluster...)
 			if got.Status.Phase != successful {
 				t.Fatalf("phase %s: %s", got.Status.Phase, got.Status.Message)
 			}
-			u, err := url.Parse(got.Spec.Metrics[0].Provider.Web.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pageSize, err := strconv.Atoi(u.Query().Get("pageSize"))
-			if err != nil {
-				t.Fatalf("the metric asks for no page size: %s", u)
-			}
-			total := 0
-			for _, r := range got.Status.MetricResults {
-				for _, m := range r.Measurements {
-					var body struct {
-						Updates []json.RawMessage `json:"updates"`
-					}
-					if err := json.Unmarshal([]byte(m.Value), &body); err != nil {
-						t.Fatalf("%s: stored value is not the answer: %v", r.Name, err)
-					}
-					if len(body.Updates) > pageSize {
-						t.Errorf("%s stores %d operations, more than the page of %d", r.Name, len(body.Updates), pageSize)
-					}
-					total += len(m.Value)
+			for _, r := range c.Requests() {
+				u, err := url.Parse(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.Query().Get("pageSize") != pageSize || u.Query().Get("page") != "1" {
+					t.Errorf("%s asks for more than one page of %s", r, pageSize)
 				}
 			}
-			t.Logf("%s: pageSize %d, %d metrics, %d bytes of measurements in the AnalysisRun", tpl.GetName(), pageSize, len(got.Status.MetricResults), total)
+			if _, err := strconv.Atoi(pageSize); err != nil {
+				t.Fatalf("PAGE_SIZE %q", pageSize)
+			}
+			status, _ := json.Marshal(got.Status)
+			for _, r := range got.Status.MetricResults {
+				for _, m := range r.Measurements {
+					if m.Value != "" {
+						t.Errorf("%s stores a value of %d bytes", r.Name, len(m.Value))
+					}
+				}
+			}
+			if len(status) > 4096 {
+				t.Errorf("the run's status is %d bytes", len(status))
+			}
+			t.Logf("%s: %d requests, %d metrics, %d bytes of status in the AnalysisRun", tpl.GetName(), len(c.Requests()), len(got.Status.MetricResults), len(status))
 		})
 	}
 }

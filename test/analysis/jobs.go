@@ -1,0 +1,293 @@
+package analysis
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// jobRun is what one Job did: the metric it measured (Rollouts' annotation), how it ended, its stderr.
+type jobRun struct {
+	Name, Metric string
+	Condition    batchv1.JobConditionType
+	Reason       string
+	Stderr       string
+}
+
+// jobController stands in for the kube Job controller, and only for it: a Job Argo Rollouts creates runs its
+// one container's command with `node`, with the container's env (secretKeyRef read from the cluster) and its
+// ConfigMap volumes as files, against whatever the env points at; its exit code sets the Job's Complete or
+// Failed condition, and activeDeadlineSeconds (on the test's clock) Failed/DeadlineExceeded, as the kube Job
+// controller does with backoffLimit 0. Node's timers and the Job's deadline run `jobSpeed` times faster.
+type jobController struct {
+	t    *testing.T
+	kube kubernetes.Interface
+
+	mu      sync.Mutex
+	runs    []jobRun
+	cancels map[string]context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// jobSpeed is how much faster than real time the Jobs' clock runs: slower than the controller's (`speed`),
+// because node on a loaded test machine takes tens of milliseconds to start and to look at the stand-in; at
+// 100 a 10 s interval is 100 ms, a 15-minute preview timeout 9 s, and the deadline's 5 minutes of slack 3 s.
+const jobSpeed = 100
+
+// fastClock is the preload that makes node's timers and Date.now run `jobSpeed` times faster.
+func fastClock() string {
+	_, file, _, _ := runtime.Caller(0)
+	return fmt.Sprintf("file://%s?speed=%d", filepath.Join(filepath.Dir(file), "testdata", "fastclock.mjs"), jobSpeed)
+}
+
+// runJobs watches the cluster's Jobs until ctx ends; wait() then waits for the Jobs still running to stop.
+func runJobs(ctx context.Context, t *testing.T, kube kubernetes.Interface) *jobController {
+	c := &jobController{t: t, kube: kube, cancels: map[string]context.CancelFunc{}}
+	w, err := kube.BatchV1().Jobs("").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				job, _ := e.Object.(*batchv1.Job)
+				if job == nil {
+					continue
+				}
+				switch e.Type {
+				case watch.Added:
+					jobCtx, cancel := context.WithCancel(ctx)
+					c.mu.Lock()
+					c.cancels[job.Namespace+"/"+job.Name] = cancel
+					c.mu.Unlock()
+					c.wg.Add(1)
+					go func() { defer c.wg.Done(); c.run(jobCtx, job) }()
+				case watch.Deleted:
+					// Deleting a Job deletes its pod (Rollouts deletes the Jobs of a terminated run).
+					c.mu.Lock()
+					if cancel := c.cancels[job.Namespace+"/"+job.Name]; cancel != nil {
+						cancel()
+					}
+					c.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return c
+}
+
+func (c *jobController) wait() { c.wg.Wait() }
+
+// Runs is every Job that ended, in the order they ended.
+func (c *jobController) Runs() []jobRun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]jobRun(nil), c.runs...)
+}
+
+func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
+	record := jobRun{Name: job.Name, Metric: job.Annotations["analysisrun.argoproj.io/metric-name"]}
+	pod := job.Spec.Template.Spec
+	if len(pod.Containers) != 1 || len(pod.InitContainers) != 0 {
+		c.t.Errorf("Job %s: %d containers; the stand-in runs exactly one", job.Name, len(pod.Containers))
+		return
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
+		c.t.Errorf("Job %s: backoffLimit %v; the stand-in runs a pod once, as backoffLimit 0 does", job.Name, job.Spec.BackoffLimit)
+	}
+	deadline := time.Duration(1<<62 - 1)
+	if s := job.Spec.ActiveDeadlineSeconds; s != nil {
+		deadline = time.Duration(*s) * time.Second / jobSpeed
+	}
+	command, env, err := c.resolve(ctx, job.Namespace, pod)
+	if err != nil {
+		// The kubelet cannot start such a container: the pod waits until the Job's deadline.
+		record.Stderr = err.Error()
+		select {
+		case <-time.After(deadline):
+			record.Condition, record.Reason = batchv1.JobFailed, "DeadlineExceeded"
+			c.finish(job, record)
+		case <-ctx.Done():
+		}
+		return
+	}
+	exit, stderr, ran := c.exec(ctx, command, env, deadline)
+	record.Stderr = stderr
+	switch {
+	case !ran:
+		return // deleted, or the test is over
+	case exit == nil:
+		record.Condition = batchv1.JobComplete
+	case errors.Is(exit, context.DeadlineExceeded):
+		record.Condition, record.Reason = batchv1.JobFailed, "DeadlineExceeded"
+	default:
+		record.Condition, record.Reason = batchv1.JobFailed, "BackoffLimitExceeded"
+	}
+	c.finish(job, record)
+}
+
+// starting bounds how many node processes start at once, so that the test machine's load does not eat
+// into the Jobs' deadlines, which are `jobSpeed` times shorter than emitted.
+var starting = make(chan struct{}, 4*runtime.NumCPU())
+
+// exec runs node with the fast clock preloaded. The deadline counts from when node has loaded (the
+// preload writes to fd 3): starting node on this machine stands for the pod starting, which the emitted
+// deadline's slack covers in a cluster. It returns the exit (context.DeadlineExceeded when killed at the
+// deadline), stderr, and false when ctx ended first.
+func (c *jobController) exec(ctx context.Context, command, env []string, deadline time.Duration) (error, string, bool) {
+	select {
+	case starting <- struct{}{}:
+	case <-ctx.Done():
+		return nil, "", false
+	}
+	started := false
+	release := func() {
+		if !started {
+			started = true
+			<-starting
+		}
+	}
+	defer release()
+	r, w, err := os.Pipe()
+	if err != nil {
+		c.t.Error(err)
+		return nil, "", false
+	}
+	defer r.Close()
+	cmd := exec.Command("node", append([]string{"--import", fastClock()}, command[1:]...)...)
+	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{w}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return err, err.Error(), true
+	}
+	w.Close()
+	loaded := make(chan struct{})
+	go func() { _, _ = r.Read(make([]byte, 1)); close(loaded) }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var timeout <-chan time.Time
+	for {
+		select {
+		case <-loaded:
+			loaded = nil
+			release()
+			timeout = time.After(deadline)
+		case err := <-exited:
+			return err, stderr.String(), true
+		case <-timeout:
+			_ = cmd.Process.Kill()
+			<-exited
+			return context.DeadlineExceeded, stderr.String(), true
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			<-exited
+			return nil, stderr.String(), false
+		}
+	}
+}
+
+func (c *jobController) finish(job *batchv1.Job, record jobRun) {
+	c.mu.Lock()
+	c.runs = append(c.runs, record)
+	c.mu.Unlock()
+	ctx := context.Background()
+	current, err := c.kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	if err != nil {
+		return // deleted meanwhile
+	}
+	now := metav1.Now()
+	current.Status.Conditions = append(current.Status.Conditions, batchv1.JobCondition{
+		Type: record.Condition, Status: corev1.ConditionTrue, Reason: record.Reason, LastTransitionTime: now,
+	})
+	if _, err := c.kube.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, current, metav1.UpdateOptions{}); err != nil {
+		c.t.Errorf("Job %s: status: %v", job.Name, err)
+	}
+}
+
+// resolve is the container's command with its ConfigMap mounts' paths on this machine, and its env with
+// secretKeyRefs read from the cluster: what the kubelet gives the container, and nothing of the test's own.
+func (c *jobController) resolve(ctx context.Context, namespace string, pod corev1.PodSpec) ([]string, []string, error) {
+	container := pod.Containers[0]
+	command := append(append([]string(nil), container.Command...), container.Args...)
+	if len(command) == 0 || command[0] != "node" {
+		return nil, nil, fmt.Errorf("the stand-in runs node, not %q", command)
+	}
+	dir := c.t.TempDir()
+	mounts := map[string]string{}
+	for _, m := range container.VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name != m.Name || v.ConfigMap == nil {
+				continue
+			}
+			cm, err := c.kube.CoreV1().ConfigMaps(namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			host := filepath.Join(dir, v.Name)
+			if err := os.MkdirAll(host, 0o755); err != nil {
+				return nil, nil, err
+			}
+			for key, data := range cm.Data {
+				if err := os.WriteFile(filepath.Join(host, key), []byte(data), 0o444); err != nil {
+					return nil, nil, err
+				}
+			}
+			mounts[strings.TrimSuffix(m.MountPath, "/")+"/"] = host + "/"
+		}
+	}
+	for i, arg := range command {
+		for path, host := range mounts {
+			if strings.HasPrefix(arg, path) {
+				command[i] = host + strings.TrimPrefix(arg, path)
+			}
+		}
+	}
+	var env []string
+	for _, e := range container.Env {
+		value := e.Value
+		if e.ValueFrom != nil {
+			ref := e.ValueFrom.SecretKeyRef
+			if ref == nil {
+				return nil, nil, fmt.Errorf("env %s: only secretKeyRef is resolved", e.Name)
+			}
+			s, err := c.kube.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
+			}
+			data, ok := s.Data[ref.Key]
+			if !ok {
+				return nil, nil, fmt.Errorf("env %s: Secret %s has no key %s", e.Name, ref.Name, ref.Key)
+			}
+			value = string(data)
+		}
+		env = append(env, e.Name+"="+value)
+	}
+	return command, env, nil
+}

@@ -1,0 +1,85 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Each verification Job's pod, as the applied AnalysisTemplates hold it (after the API server pruned and
+// defaulted them), is admitted by the API server's own Pod Security admission at its strictest level,
+// `restricted`, so whatever level a cluster puts on the Kargo project's namespace admits it; and the
+// server accepts it as a Pod (a dry run: nothing runs here).
+func TestVerificationPodsAreRestricted(t *testing.T) {
+	in := install(t)
+	ctx := context.Background()
+	const ns = "verification-restricted"
+	_, err := in.server.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ServiceAccount admission looks the pod's account up; no controller-manager creates it here.
+	if _, err := in.server.Clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	templates := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "analysistemplates"}
+	checked := 0
+	for _, o := range in.objects {
+		if o.object.GetKind() != "AnalysisTemplate" {
+			continue
+		}
+		applied, err := in.server.Dynamic.Resource(templates).Namespace(o.object.GetNamespace()).Get(ctx, o.object.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tpl v1alpha1.AnalysisTemplate
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied.Object, &tpl); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range tpl.Spec.Metrics {
+			if m.Provider.Job == nil {
+				t.Errorf("%s/%s is not a job metric", tpl.Name, m.Name)
+				continue
+			}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(tpl.Name + "-" + m.Name), Namespace: ns},
+				Spec:       m.Provider.Job.Spec.Template.Spec,
+			}
+			_, err := in.server.Clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				t.Errorf("%s/%s: %v", tpl.Name, m.Name, err)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no AnalysisTemplate metric was checked")
+	}
+	// The namespace does refuse what `restricted` forbids: the same pod running as root is refused.
+	for _, o := range in.objects {
+		if o.object.GetKind() != "AnalysisTemplate" {
+			continue
+		}
+		var tpl v1alpha1.AnalysisTemplate
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.object.Object, &tpl); err != nil {
+			t.Fatal(err)
+		}
+		spec := tpl.Spec.Metrics[0].Provider.Job.Spec.Template.Spec
+		root := int64(0)
+		spec.SecurityContext.RunAsUser = &root
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "as-root", Namespace: ns}, Spec: spec}
+		if _, err := in.server.Clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "restricted") {
+			t.Errorf("a root pod in the restricted namespace: %v", err)
+		}
+		break
+	}
+}
