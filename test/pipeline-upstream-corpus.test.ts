@@ -1,0 +1,94 @@
+// Our re-implementations of upstream rules, held to what upstream itself decided over thousands of generated
+// inputs: which paths Kargo v1.11.2's Warehouse include/exclude selectors select (pkg/pattern: doublestar
+// globs, Go regexps, base directories), what Go's regexp accepts and matches, and which branch names Kargo's
+// git subscription schema and git accept. The verdicts are in test/differential/testdata/corpus.json, written
+// by the Go harness from the upstream code (UPDATE_CORPUS=1) and checked there against it on every run, so
+// they cannot drift; here they run in-process, where `npm run test:mutation` sees them.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { branchProblems } from "../lib/pipeline/check-values";
+import { stageBranchPrefix } from "../lib/pipeline/names";
+import {
+  compileGoRegexp,
+  parsePathSelector,
+  selectorMatches,
+  unsupportedGlob,
+} from "../lib/pipeline/selectors";
+
+interface Verdict {
+  refused: boolean;
+  matches?: string[];
+}
+interface Corpus {
+  files: string[];
+  selectors: (Verdict & { selector: string })[];
+  regexps: (Verdict & { source: string })[];
+  branches: { branch: string; kargo: boolean; git: boolean }[];
+}
+
+const corpus = JSON.parse(
+  fs.readFileSync(path.join(__dirname, "differential", "testdata", "corpus.json"), "utf8"),
+) as Corpus;
+
+/** Where ours selects differently from upstream: the first file each way, or "" when they agree. */
+function difference(upstream: Verdict, matches: (file: string) => boolean): string {
+  const selected = new Set(upstream.matches ?? []);
+  const extra = corpus.files.find((f) => matches(f) && !selected.has(f));
+  if (extra !== undefined) return `ours also selects ${JSON.stringify(extra)}`;
+  const missing = corpus.files.find((f) => !matches(f) && selected.has(f));
+  return missing === undefined ? "" : `ours does not select ${JSON.stringify(missing)}`;
+}
+
+// Refusals of ours that Kargo does not make, on purpose: globs whose matching hinges on doublestar's corner
+// cases (the message says so and offers a regexp), and base directories that are absolute or climb with "..".
+const stricterBaseDir = (selector: string) =>
+  !/^(glob|regexp?):/.test(selector) &&
+  (path.posix.isAbsolute(selector) || path.win32.isAbsolute(selector) || selector.split("/").includes(".."));
+
+describe("our rules decide as upstream did over the generated corpus", () => {
+  it("Warehouse include/exclude selectors: refused and matched as Kargo's pkg/pattern does", () => {
+    const disagreements: string[] = [];
+    for (const upstream of corpus.selectors) {
+      const { selector } = upstream;
+      const ours = parsePathSelector(selector);
+      if (typeof ours === "string") {
+        const onPurpose =
+          (selector.startsWith("glob:") && ours.includes(unsupportedGlob)) || stricterBaseDir(selector);
+        if (!upstream.refused && !onPurpose)
+          disagreements.push(`${selector}: Kargo accepts it, ours: ${ours}`);
+      } else if (upstream.refused) disagreements.push(`${selector}: Kargo refuses it, ours accepts it`);
+      else {
+        const differs = difference(upstream, (file) => selectorMatches(ours, file));
+        if (differs) disagreements.push(`${selector}: ${differs}`);
+      }
+    }
+    expect(disagreements).toEqual([]);
+  });
+
+  it("Go regular expressions: accepted and matched as Go's regexp does", () => {
+    const disagreements: string[] = [];
+    for (const upstream of corpus.regexps) {
+      const ours = compileGoRegexp(upstream.source);
+      if (typeof ours === "string") {
+        if (!upstream.refused) disagreements.push(`${upstream.source}: Go accepts it, ours: ${ours}`);
+      } else if (upstream.refused) disagreements.push(`${upstream.source}: Go refuses it, ours accepts it`);
+      else {
+        const differs = difference(upstream, (file) => ours.test(file));
+        if (differs) disagreements.push(`${upstream.source}: ${differs}`);
+      }
+    }
+    expect(disagreements).toEqual([]);
+  });
+
+  it("source.branch: accepted when Kargo's schema and git both accept it and promotions do not push to it", () => {
+    const disagreements = corpus.branches.flatMap(({ branch, kargo, git }) => {
+      const accepted = kargo && git && !branch.startsWith(stageBranchPrefix);
+      const ours = branchProblems(branch);
+      return (ours.length === 0) === accepted
+        ? []
+        : [`${branch}: Kargo ${kargo}, git ${git}; ours: ${ours.join("; ") || "accepted"}`];
+    });
+    expect(disagreements).toEqual([]);
+  });
+});
