@@ -19,11 +19,11 @@ import (
 const (
 	corpusFile  = "testdata/corpus.json"
 	corpusSeed  = 23
-	corpusCount = 1200
+	corpusCount = 500
 	// Paths each selector and regexp is tried on: the fixed ones, the first generated ones and paths written
 	// to fit the first globs, so that most globs select some of them.
-	corpusFiles, corpusFitting = 80, 300
-	corpusRegexps              = 400
+	corpusFiles, corpusFitting = 40, 160
+	corpusRegexps              = 150
 )
 
 // Selectors people write, beside the generated ones.
