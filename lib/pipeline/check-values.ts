@@ -164,7 +164,8 @@ function badConfigValue(value: unknown, depth = 0): string | undefined {
     return Object.values(value)
       .map((v) => badConfigValue(v, depth + 1))
       .find(Boolean);
-  return `a ${typeof value} is not a config value`;
+  // What a YAML tag such as !!timestamp, !!binary or !!set makes of a value: a Date, a Uint8Array, a Set.
+  return `a ${Object.prototype.toString.call(value).slice(8, -1)} is not a config value`;
 }
 
 /**
