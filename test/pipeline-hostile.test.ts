@@ -161,6 +161,17 @@ describe("hostile pipeline definitions", () => {
       }),
       /stage "pulumi-update": the name is the update AnalysisTemplate's name; choose another/,
     ],
+    ...(
+      [
+        [names.analysis.preview, "the preview AnalysisTemplate's name"],
+        [names.gitCredentials, "the git credentials Secret's name"],
+        [names.verificationToken, "the verification token Secret's name"],
+      ] as const
+    ).map(([name, owner]): [string, PipelineInput, RegExp] => [
+      `a stage named like ${owner}`,
+      withStage({ name, kind: "gate", from: "warehouse", approvers: ["dev-approvers"] }),
+      new RegExp(`stage "${escaped(name)}": the name is ${escaped(owner)}; choose another`),
+    ]),
     // The Warehouse's branch.
     [
       "a branch Kargo's schema rejects",
