@@ -47,6 +47,16 @@ describe("hostile pipeline definitions", () => {
       /verification\.previewTimeout: "0s" is out of range; allowed: 1s to 24h/,
     ],
     [
+      "an initial delay over an hour",
+      withVerification({ initialDelay: "61m" }),
+      /verification\.initialDelay: "61m" is out of range; allowed: 0s to 1h/,
+    ],
+    [
+      "an update timeout shorter than the interval",
+      withVerification({ interval: "10m", updateTimeout: "599s" }),
+      /verification\.updateTimeout: "599s" is shorter than verification\.interval "10m"; it must be at least one interval/,
+    ],
+    [
       "a timeout shorter than the interval",
       withVerification({ interval: "5m", previewTimeout: "1m" }),
       /verification\.previewTimeout: "1m" is shorter than verification\.interval "5m"; it must be at least one interval/,
@@ -344,6 +354,10 @@ describe("hostile pipeline definitions", () => {
       withVerification({ initialDelay: "0s", previewTimeout: "24h", updateTimeout: "2h" }),
     ],
     ["a nested stacks directory", withStacks({ dir: "deploy/stacks" })],
+    [
+      "the longest interval, with timeouts of one interval",
+      withVerification({ interval: "1h", previewTimeout: "60m", updateTimeout: "3600s" }),
+    ],
   ];
   it.each(valid)("accepts %s", (_, input) => {
     expect(() => validatePipeline(input)).not.toThrow();

@@ -28,7 +28,7 @@ export function verificationProblems(v: Pipeline["verification"]): string[] {
   }
   const interval = durationSeconds(v.interval);
   for (const field of ["previewTimeout", "updateTimeout"] as const) {
-    if (interval >= 1 && durationSeconds(v[field]) < interval) {
+    if (durationSeconds(v[field]) < interval) {
       problems.push(
         `verification.${field}: "${v[field]}" is shorter than verification.interval "${v.interval}"; it must be at least one interval`,
       );
