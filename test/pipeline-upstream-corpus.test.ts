@@ -3,11 +3,12 @@
 // globs, Go regexps, base directories), what Go's regexp accepts and matches, and which branch names Kargo's
 // git subscription schema and git accept. The verdicts are in test/differential/testdata/corpus.json, written
 // by the Go harness from the upstream code (UPDATE_CORPUS=1) and checked there against it on every run, so
-// they cannot drift; here they run in-process, where `npm run test:mutation` sees them.
+// they cannot drift; so are the image references the container runtime parses (distribution/reference).
+// Here they run in-process, where `npm run test:mutation` sees them.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { branchProblems } from "../lib/pipeline/check-values";
+import { branchProblems, workspaceImageProblems } from "../lib/pipeline/check-values";
 import { stageBranchPrefix } from "../lib/pipeline/names";
 import {
   compileGoRegexp,
@@ -25,6 +26,7 @@ interface Corpus {
   selectors: (Verdict & { selector: string })[];
   regexps: (Verdict & { source: string })[];
   branches: { branch: string; kargo: boolean; git: boolean }[];
+  images: { image: string; parses: boolean; tag?: string; digest?: string }[];
 }
 
 const corpus = JSON.parse(
@@ -87,6 +89,21 @@ describe("our rules decide as upstream did over the generated corpus", () => {
       return (ours.length === 0) === accepted
         ? []
         : [`${branch}: Kargo ${kargo}, git ${git}; ours: ${ours.join("; ") || "accepted"}`];
+    });
+    expect(disagreements).toEqual([]);
+  });
+
+  it("stacks.workspaceImage: accepted when the runtime parses it with a digest, or a tag other than latest", () => {
+    const disagreements = corpus.images.flatMap(({ image, parses, tag, digest }) => {
+      const pinned =
+        parses && (digest !== undefined || (tag !== undefined && tag.toLowerCase() !== "latest"));
+      // Stricter on purpose: a digest other than sha256, or a registry given as an IPv6 address.
+      const onPurpose = (digest !== undefined && !digest.startsWith("sha256:")) || image.startsWith("[");
+      const ours = workspaceImageProblems(image);
+      if (ours.length === 0 ? pinned : !pinned || onPurpose) return [];
+      return [
+        `${image}: parses ${parses}, tag ${tag}, digest ${digest}; ours: ${ours.join("; ") || "accepted"}`,
+      ];
     });
     expect(disagreements).toEqual([]);
   });
