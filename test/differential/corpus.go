@@ -194,7 +194,8 @@ func buildCorpus(branch func(string) (kargo, git bool)) corpus {
 		}
 		c.Regexps = append(c.Regexps, entry)
 	}
-	branches := slices.Clone(in.Branches)
+	// Kargo's schema bounds a branch at 255 characters; git does not.
+	branches := append([]string{"main", strings.Repeat("a", 255), strings.Repeat("a", 256), "stage", "stagex/y"}, in.Branches...)
 	for range corpusCount / 2 {
 		branches = append(branches, compose(r, corpusBranchTokens, 1, 5))
 	}
