@@ -103,6 +103,26 @@ describe("hostile pipeline definitions", () => {
       /pulumi\.selfHostedApiUrl: must not end with "\/"/,
     ],
     [
+      "a self-hosted Pulumi API with a query",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com/api?org=x" } },
+      /pulumi\.selfHostedApiUrl: must not have a query or fragment; allowed: the https:\/\/host\[\/path\] address/,
+    ],
+    [
+      "a self-hosted Pulumi API with a fragment",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com/api#top" } },
+      /pulumi\.selfHostedApiUrl: must not have a query or fragment/,
+    ],
+    [
+      "a self-hosted Pulumi API with a user name",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://ci@pulumi.example.com" } },
+      /pulumi\.selfHostedApiUrl: must not hold credentials; the token comes from a Secret/,
+    ],
+    [
+      "a path on Pulumi Cloud's own API as the self-hosted one",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://api.pulumi.com/v2" } },
+      /pulumi\.selfHostedApiUrl: "https:\/\/api\.pulumi\.com\/v2" is Pulumi Cloud's own API; leave pulumi\.selfHostedApiUrl out to use it/,
+    ],
+    [
       "Pulumi Cloud's own API named as self-hosted",
       { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://api.pulumi.com" } },
       /pulumi\.selfHostedApiUrl: "https:\/\/api\.pulumi\.com" is Pulumi Cloud's own API; leave pulumi\.selfHostedApiUrl out to use it/,
