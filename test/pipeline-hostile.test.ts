@@ -276,6 +276,23 @@ describe("hostile pipeline definitions", () => {
       withSource({ includePaths: ["../other/Pulumi.yaml"] }),
       /source\.includePaths\[0\]: "\.\.\/other\/Pulumi\.yaml" must be a path relative to the repository root without "\.\."/,
     ],
+    [
+      "an absolute include path",
+      withSource({ includePaths: ["Pulumi.yaml", "/srv/repo/stacks"] }),
+      /source\.includePaths\[1\]: "\/srv\/repo\/stacks" must be a path relative to the repository root without "\.\."/,
+    ],
+    [
+      "a Windows drive path as an exclude",
+      withSource({ excludePaths: ["C:\\repo\\docs"] }),
+      /source\.excludePaths\[0\]: "C:\\repo\\docs" must be a path relative to the repository root without "\.\."/,
+    ],
+    [
+      "a second exclude that hides the stages' Stack templates",
+      withSource({ excludePaths: ["docs", "stacks"] }),
+      new RegExp(
+        `source\\.excludePaths\\[1\\]: "stacks" excludes stacks\\/${escaped(stackFiles[0]!)}, which a stage runs`,
+      ),
+    ],
     // The workspace image.
     [
       "a workspace image tagged latest",
