@@ -36,14 +36,14 @@ export function parsePathSelector(selector: string): PathSelector | string {
   ) {
     return `"${selector}" must be a path relative to the repository root without ".."`;
   }
-  return { kind: "baseDir", base: path.posix.normalize(selector) };
+  return { kind: "baseDir", base: selector };
 }
 
 /** Whether a parsed selector matches a repository path, with Kargo's semantics. */
 export function selectorMatches(selector: PathSelector, file: string): boolean {
   if (selector.kind !== "baseDir") return selector.regexp.test(file);
-  // Kargo: filepath.Rel(base, path) must not contain "..".
-  return !path.posix.relative(selector.base, path.posix.normalize(file)).includes("..");
+  // Kargo: filepath.Rel(base, path) must not contain ".."; relative() cleans both paths as Rel does.
+  return !path.posix.relative(selector.base, file).includes("..");
 }
 
 /** In a refusal of a glob Kargo would accept but whose matching this platform does not reproduce exactly. */
@@ -119,7 +119,8 @@ function emptyTail(glob: string): string {
     else if (rest.endsWith("*") && !escapedAt(rest, rest.length - 1)) rest = rest.replace(/\*+$/, "");
     else if (rest.endsWith("}") && !escapedAt(rest, rest.length - 1)) {
       const open = rest.lastIndexOf("{");
-      if (open < 0 || !/(^|,)[*{},/]*(,|$)/.test(rest.slice(open + 1, -1))) break;
+      // Braces balance (validGlob), so an unescaped "}" at the end has its "{".
+      if (!/(^|,)[*{},/]*(,|$)/.test(rest.slice(open + 1, -1))) break;
       rest = rest.slice(0, open);
       group = true;
     } else break;
@@ -209,8 +210,9 @@ function globToRegExp(glob: string): RegExp | string {
       if (negate) j++;
       let body = "";
       for (; j < end; j++) {
-        if (glob[j] === "\\") j++;
-        body += glob[j] === "-" && body && glob[j + 1] !== "]" ? "-" : escapeRegExp(glob[j]!);
+        // An escaped "-" is itself, not a range (doublestar's matchClass); a bare "-" first or last is too.
+        if (glob[j] === "\\") body += escapeRegExp(glob[++j]!);
+        else body += glob[j] === "-" && body && j + 1 < end ? "-" : escapeRegExp(glob[j]!);
       }
       out += negate ? `[^${body}]` : `[${body}]`;
       i = end;

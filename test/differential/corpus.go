@@ -33,6 +33,9 @@ var corpusFixedSelectors = []string{
 	"glob:stacks/**", "glob:**/*.{yaml,yml}", "glob:{Pulumi.yaml,Pulumi.*.yaml}", "glob:docs/**",
 	"glob:**", "glob:*", "glob:**/", "glob:stacks/*.yaml", "glob:stacks/[a-c]*", "glob:stacks/[!d]*",
 	"glob:a/**/c.txt", "glob:**/.github/**", "glob:\\[x\\].txt", "glob:{a,b}/**", "glob:a/{b,**}",
+	// Escapes, in classes and alternatives too.
+	`glob:a\\/**`, `glob:a\\*`, `glob:a\*`, `glob:\{a,b}`, `glob:{a,b\}`, `glob:{a\,b,c}`, `glob:{a,b\}c}`,
+	`glob:[\]]`, `glob:[a\-c]`, `glob:[\!a]`, `glob:[!]]`, `glob:[^]]`, `glob:x/\**`, `glob:{a,\{}`, `glob:a\/b`,
 	"regex:^stacks/", "regexp:\\.ya?ml$", "regex:(?i)^STACKS/", "regex:(", "regexp:^(?!docs/)",
 }
 
