@@ -118,7 +118,8 @@ function emptyTail(glob: string): string {
     if (rest.endsWith("/**") && !escapedAt(rest, rest.length - 3)) rest = rest.slice(0, -3);
     else if (rest.endsWith("*") && !escapedAt(rest, rest.length - 1)) rest = rest.replace(/\*+$/, "");
     else if (rest.endsWith("}") && !escapedAt(rest, rest.length - 1)) {
-      const open = rest.lastIndexOf("{");
+      let open = rest.lastIndexOf("{");
+      while (escapedAt(rest, open)) open = rest.lastIndexOf("{", open - 1);
       // Braces balance (validGlob), so an unescaped "}" at the end has its "{".
       if (!/(^|,)[*{},/]*(,|$)/.test(rest.slice(open + 1, -1))) break;
       rest = rest.slice(0, open);
