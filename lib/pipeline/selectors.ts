@@ -87,10 +87,9 @@ function validGlob(glob: string): boolean {
     if (c === "\\") {
       if (++i >= glob.length) return false;
     } else if (c === "[") {
-      i++;
-      if (glob[i] === "!" || glob[i] === "^") i++;
-      if (i >= glob.length || glob[i] === "]") return false;
-      for (; i < glob.length && glob[i] !== "]"; i++) if (glob[i] === "\\") i++;
+      const first = glob[i + 1] === "!" || glob[i + 1] === "^" ? i + 2 : i + 1;
+      if (glob[first] === "]") return false;
+      i = classEnd(glob, i);
       if (i >= glob.length) return false;
     } else if (c === "{") depth++;
     else if (c === "}" && depth-- === 0) return false;
@@ -130,15 +129,17 @@ function emptyTail(glob: string): string {
   return parts > 1 || group ? glob.slice(rest.length) : "";
 }
 
-/** Index of the "]" closing the class opened at `open`, or of its end. */
+/**
+ * Index of the "]" closing the class opened at `open`, or of its end. A class is never empty (validGlob), so a
+ * "]" right after a "!" or "^" never closes one and the negation needs no skipping.
+ */
 function classEnd(glob: string, open: number): number {
   let i = open + 1;
-  if (glob[i] === "!" || glob[i] === "^") i++;
   for (; i < glob.length && glob[i] !== "]"; i++) if (glob[i] === "\\") i++;
   return i;
 }
 
-/** Every brace-free glob the alternatives of `glob` stand for, outermost first. */
+/** Every brace-free glob the alternatives of `glob` stand for, in no particular order. */
 function expandAlternatives(glob: string): string[] | string {
   const done: string[] = [];
   const pending = [glob];
@@ -172,8 +173,7 @@ function expandAlternatives(glob: string): string[] | string {
       }
     }
     parts.push(current.slice(from, close));
-    for (const part of parts.reverse())
-      pending.push(current.slice(0, open) + part + current.slice(close + 1));
+    for (const part of parts) pending.push(current.slice(0, open) + part + current.slice(close + 1));
   }
   return done;
 }

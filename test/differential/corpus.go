@@ -35,6 +35,7 @@ var corpusFixedSelectors = []string{
 	"glob:a/**/c.txt", "glob:**/.github/**", "glob:\\[x\\].txt", "glob:{a,b}/**", "glob:a/{b,**}",
 	// Escapes, in classes and alternatives too.
 	`glob:a\\/**`, `glob:a\\*`, `glob:a\*`, `glob:\{a,b}`, `glob:{a,b\}`, `glob:{a\,b,c}`, `glob:{a,b\}c}`,
+	"glob:a?b", "glob:stacks?dev.yaml", `glob:a\/**`, "glob:stacks/***", "glob:***/dev.yaml",
 	`glob:[\]]`, `glob:[a\-c]`, `glob:[\!a]`, `glob:[!]]`, `glob:[^]]`, `glob:x/\**`, `glob:{a,\{}`, `glob:a\/b`,
 	"regex:^stacks/", "regexp:\\.ya?ml$", "regex:(?i)^STACKS/", "regex:(", "regexp:^(?!docs/)",
 }
