@@ -36,7 +36,7 @@ var corpusFixedSelectors = []string{
 	// Escapes, in classes and alternatives too.
 	`glob:a\\/**`, `glob:a\\*`, `glob:a\*`, `glob:\{a,b}`, `glob:{a,b\}`, `glob:{a\,b,c}`, `glob:{a,b\}c}`,
 	"glob:a?b", "glob:stacks?dev.yaml", `glob:a\/**`, "glob:stacks/***", "glob:***/dev.yaml",
-	`glob:[\]]`, `glob:[a\-c]`, `glob:[\!a]`, `glob:[!]]`, `glob:[^]]`, `glob:x/\**`, `glob:{a,\{}`, `glob:a\/b`,
+	`glob:[\]]`, `glob:[a\-c]`, `glob:[\!a]`, `glob:[!]]`, `glob:[^]]`, `glob:x/\**`, `glob:{,a}x\}`, `glob:{a,\{}`, `glob:a\/b`,
 	"regex:^stacks/", "regexp:\\.ya?ml$", "regex:(?i)^STACKS/", "regex:(", "regexp:^(?!docs/)",
 }
 
