@@ -74,6 +74,16 @@ describe("which previews stop on destructive changes", () => {
     expect(problemsOf(withEnvironments({ [last.name]: { destructiveChangeApprovers: [] } }))).toContain(
       `environment "${last.name}": is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false or ephemeral: true)`,
     );
+    // An ephemeral environment someone protected explicitly is not told to become ephemeral.
+    expect(
+      problemsOf(
+        withEnvironments({
+          [last.name]: { ephemeral: true, protected: true, destructiveChangeApprovers: [] },
+        }),
+      ),
+    ).toContain(
+      `environment "${last.name}": is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false)`,
+    );
     // The update stage takes its preview stage's place in the order.
     const preview = definition.stages.find((s) => s.name === last.preview!.name)!;
     const noPreview = {

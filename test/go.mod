@@ -104,7 +104,6 @@ require (
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
-	github.com/distribution/reference v0.6.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
@@ -317,4 +316,7 @@ require (
 	layeh.com/gopher-json v0.0.0-20190114024228-97fed8db8427
 )
 
-require github.com/sirupsen/logrus v1.9.3
+require (
+	github.com/distribution/reference v0.6.0
+	github.com/sirupsen/logrus v1.9.3
+)

@@ -75,6 +75,31 @@ describe("each environment's config file beside the promoted program", () => {
       "config:\n  aws:region: us-west-2\n  infra-program:tags:\n    a: null\n",
       /Pulumi\.dev\.yaml: config\.infra-program:tags: has no value; allowed: a string, number, boolean, or a list or map of those/,
     ],
+    [
+      "a number YAML reads as infinite",
+      "config:\n  infra-program:limit: .inf\n",
+      /Pulumi\.dev\.yaml: config\.infra-program:limit: Infinity is not a finite number; allowed: a string, number, boolean/,
+    ],
+    [
+      "a NaN inside a list",
+      "config:\n  infra-program:limits: [1, .nan]\n",
+      /Pulumi\.dev\.yaml: config\.infra-program:limits: NaN is not a finite number; allowed:/,
+    ],
+    [
+      "a value a YAML tag makes a timestamp",
+      "config:\n  infra-program:since: !!timestamp 2001-12-14\n",
+      /Pulumi\.dev\.yaml: config\.infra-program:since: a Date is not a config value; allowed:/,
+    ],
+    [
+      "binary data inside a map",
+      "config:\n  infra-program:files:\n    logo: !!binary aGVsbG8=\n",
+      /Pulumi\.dev\.yaml: config\.infra-program:files: a Uint8Array is not a config value; allowed:/,
+    ],
+    [
+      "a value nested deeper than 32 levels",
+      `config:\n  infra-program:deep: ${"[".repeat(34)}1${"]".repeat(34)}\n`,
+      /Pulumi\.dev\.yaml: config\.infra-program:deep: is nested too deeply; allowed:/,
+    ],
   ])("rejects %s, naming the file and what is allowed", (_, text, message) => {
     expect(problemsOf(base, withDevConfig(text))).toMatch(forFirstEnvironment(message));
   });

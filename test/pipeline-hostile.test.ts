@@ -47,6 +47,16 @@ describe("hostile pipeline definitions", () => {
       /verification\.previewTimeout: "0s" is out of range; allowed: 1s to 24h/,
     ],
     [
+      "an initial delay over an hour",
+      withVerification({ initialDelay: "61m" }),
+      /verification\.initialDelay: "61m" is out of range; allowed: 0s to 1h/,
+    ],
+    [
+      "an update timeout shorter than the interval",
+      withVerification({ interval: "10m", updateTimeout: "599s" }),
+      /verification\.updateTimeout: "599s" is shorter than verification\.interval "10m"; it must be at least one interval/,
+    ],
+    [
       "a timeout shorter than the interval",
       withVerification({ interval: "5m", previewTimeout: "1m" }),
       /verification\.previewTimeout: "1m" is shorter than verification\.interval "5m"; it must be at least one interval/,
@@ -91,6 +101,26 @@ describe("hostile pipeline definitions", () => {
       "a self-hosted Pulumi API address ending in /",
       { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com/" } },
       /pulumi\.selfHostedApiUrl: must not end with "\/"/,
+    ],
+    [
+      "a self-hosted Pulumi API with a query",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com/api?org=x" } },
+      /pulumi\.selfHostedApiUrl: must not have a query or fragment; allowed: the https:\/\/host\[\/path\] address/,
+    ],
+    [
+      "a self-hosted Pulumi API with a fragment",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com/api#top" } },
+      /pulumi\.selfHostedApiUrl: must not have a query or fragment/,
+    ],
+    [
+      "a self-hosted Pulumi API with a user name",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://ci@pulumi.example.com" } },
+      /pulumi\.selfHostedApiUrl: must not hold credentials; the token comes from a Secret/,
+    ],
+    [
+      "a path on Pulumi Cloud's own API as the self-hosted one",
+      { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://api.pulumi.com/v2" } },
+      /pulumi\.selfHostedApiUrl: "https:\/\/api\.pulumi\.com\/v2" is Pulumi Cloud's own API; leave pulumi\.selfHostedApiUrl out to use it/,
     ],
     [
       "Pulumi Cloud's own API named as self-hosted",
@@ -161,6 +191,17 @@ describe("hostile pipeline definitions", () => {
       }),
       /stage "pulumi-update": the name is the update AnalysisTemplate's name; choose another/,
     ],
+    ...(
+      [
+        [names.analysis.preview, "the preview AnalysisTemplate's name"],
+        [names.gitCredentials, "the git credentials Secret's name"],
+        [names.verificationToken, "the verification token Secret's name"],
+      ] as const
+    ).map(([name, owner]): [string, PipelineInput, RegExp] => [
+      `a stage named like ${owner}`,
+      withStage({ name, kind: "gate", from: "warehouse", approvers: ["dev-approvers"] }),
+      new RegExp(`stage "${escaped(name)}": the name is ${escaped(owner)}; choose another`),
+    ]),
     // The Warehouse's branch.
     [
       "a branch Kargo's schema rejects",
@@ -234,6 +275,23 @@ describe("hostile pipeline definitions", () => {
       "an include path leaving the repository",
       withSource({ includePaths: ["../other/Pulumi.yaml"] }),
       /source\.includePaths\[0\]: "\.\.\/other\/Pulumi\.yaml" must be a path relative to the repository root without "\.\."/,
+    ],
+    [
+      "an absolute include path",
+      withSource({ includePaths: ["Pulumi.yaml", "/srv/repo/stacks"] }),
+      /source\.includePaths\[1\]: "\/srv\/repo\/stacks" must be a path relative to the repository root without "\.\."/,
+    ],
+    [
+      "a Windows drive path as an exclude",
+      withSource({ excludePaths: ["C:\\repo\\docs"] }),
+      /source\.excludePaths\[0\]: "C:\\repo\\docs" must be a path relative to the repository root without "\.\."/,
+    ],
+    [
+      "a second exclude that hides the stages' Stack templates",
+      withSource({ excludePaths: ["docs", "stacks"] }),
+      new RegExp(
+        `source\\.excludePaths\\[1\\]: "stacks" excludes stacks\\/${escaped(stackFiles[0]!)}, which a stage runs`,
+      ),
     ],
     // The workspace image.
     [
@@ -344,6 +402,10 @@ describe("hostile pipeline definitions", () => {
       withVerification({ initialDelay: "0s", previewTimeout: "24h", updateTimeout: "2h" }),
     ],
     ["a nested stacks directory", withStacks({ dir: "deploy/stacks" })],
+    [
+      "the longest interval, with timeouts of one interval",
+      withVerification({ interval: "1h", previewTimeout: "60m", updateTimeout: "3600s" }),
+    ],
   ];
   it.each(valid)("accepts %s", (_, input) => {
     expect(() => validatePipeline(input)).not.toThrow();

@@ -57,7 +57,10 @@ describe("what Kargo and git accept, checked against the real engines", () => {
   it.each([
     ["glob:stacks*/**", "an ending two ways to match nothing"],
     ["glob:stacks/a**", "a ** glued to other characters"],
+    ["glob:stacks/***", "a run of three stars"],
     ["glob:stacks/", "a trailing slash"],
+    [`glob:${"{a,b}".repeat(11)}`, "2048 alternatives, past the 2000 it expands"],
+    ["glob:stacks/[{a,b}]", "braces inside a class"],
   ])("refuses %j (%s): Kargo would decide it by doublestar's corner cases", (selector) => {
     expect(parsePathSelector(selector)).toMatch(
       /uses glob syntax this platform does not check .*regexp: selector/,

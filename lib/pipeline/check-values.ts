@@ -28,7 +28,7 @@ export function verificationProblems(v: Pipeline["verification"]): string[] {
   }
   const interval = durationSeconds(v.interval);
   for (const field of ["previewTimeout", "updateTimeout"] as const) {
-    if (interval >= 1 && durationSeconds(v[field]) < interval) {
+    if (durationSeconds(v[field]) < interval) {
       problems.push(
         `verification.${field}: "${v[field]}" is shorter than verification.interval "${v.interval}"; it must be at least one interval`,
       );
@@ -170,7 +170,8 @@ function badConfigValue(value: unknown, depth = 0): string | undefined {
     return Object.values(value)
       .map((v) => badConfigValue(v, depth + 1))
       .find(Boolean);
-  return `a ${typeof value} is not a config value`;
+  // What a YAML tag such as !!timestamp, !!binary or !!set makes of a value: a Date, a Uint8Array, a Set.
+  return `a ${Object.prototype.toString.call(value).slice(8, -1)} is not a config value`;
 }
 
 /**

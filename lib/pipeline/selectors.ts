@@ -36,14 +36,14 @@ export function parsePathSelector(selector: string): PathSelector | string {
   ) {
     return `"${selector}" must be a path relative to the repository root without ".."`;
   }
-  return { kind: "baseDir", base: path.posix.normalize(selector) };
+  return { kind: "baseDir", base: selector };
 }
 
 /** Whether a parsed selector matches a repository path, with Kargo's semantics. */
 export function selectorMatches(selector: PathSelector, file: string): boolean {
   if (selector.kind !== "baseDir") return selector.regexp.test(file);
-  // Kargo: filepath.Rel(base, path) must not contain "..".
-  return !path.posix.relative(selector.base, path.posix.normalize(file)).includes("..");
+  // Kargo: filepath.Rel(base, path) must not contain ".."; relative() cleans both paths as Rel does.
+  return !path.posix.relative(selector.base, file).includes("..");
 }
 
 /** In a refusal of a glob Kargo would accept but whose matching this platform does not reproduce exactly. */
@@ -87,10 +87,9 @@ function validGlob(glob: string): boolean {
     if (c === "\\") {
       if (++i >= glob.length) return false;
     } else if (c === "[") {
-      i++;
-      if (glob[i] === "!" || glob[i] === "^") i++;
-      if (i >= glob.length || glob[i] === "]") return false;
-      for (; i < glob.length && glob[i] !== "]"; i++) if (glob[i] === "\\") i++;
+      const first = glob[i + 1] === "!" || glob[i + 1] === "^" ? i + 2 : i + 1;
+      if (glob[first] === "]") return false;
+      i = classEnd(glob, i);
       if (i >= glob.length) return false;
     } else if (c === "{") depth++;
     else if (c === "}" && depth-- === 0) return false;
@@ -118,8 +117,10 @@ function emptyTail(glob: string): string {
     if (rest.endsWith("/**") && !escapedAt(rest, rest.length - 3)) rest = rest.slice(0, -3);
     else if (rest.endsWith("*") && !escapedAt(rest, rest.length - 1)) rest = rest.replace(/\*+$/, "");
     else if (rest.endsWith("}") && !escapedAt(rest, rest.length - 1)) {
-      const open = rest.lastIndexOf("{");
-      if (open < 0 || !/(^|,)[*{},/]*(,|$)/.test(rest.slice(open + 1, -1))) break;
+      let open = rest.lastIndexOf("{");
+      while (escapedAt(rest, open)) open = rest.lastIndexOf("{", open - 1);
+      // Braces balance (validGlob), so an unescaped "}" at the end has its "{".
+      if (!/(^|,)[*{},/]*(,|$)/.test(rest.slice(open + 1, -1))) break;
       rest = rest.slice(0, open);
       group = true;
     } else break;
@@ -128,15 +129,17 @@ function emptyTail(glob: string): string {
   return parts > 1 || group ? glob.slice(rest.length) : "";
 }
 
-/** Index of the "]" closing the class opened at `open`, or of its end. */
+/**
+ * Index of the "]" closing the class opened at `open`, or of its end. A class is never empty (validGlob), so a
+ * "]" right after a "!" or "^" never closes one and the negation needs no skipping.
+ */
 function classEnd(glob: string, open: number): number {
   let i = open + 1;
-  if (glob[i] === "!" || glob[i] === "^") i++;
   for (; i < glob.length && glob[i] !== "]"; i++) if (glob[i] === "\\") i++;
   return i;
 }
 
-/** Every brace-free glob the alternatives of `glob` stand for, outermost first. */
+/** Every brace-free glob the alternatives of `glob` stand for, in no particular order. */
 function expandAlternatives(glob: string): string[] | string {
   const done: string[] = [];
   const pending = [glob];
@@ -170,8 +173,7 @@ function expandAlternatives(glob: string): string[] | string {
       }
     }
     parts.push(current.slice(from, close));
-    for (const part of parts.reverse())
-      pending.push(current.slice(0, open) + part + current.slice(close + 1));
+    for (const part of parts) pending.push(current.slice(0, open) + part + current.slice(close + 1));
   }
   return done;
 }
@@ -209,8 +211,9 @@ function globToRegExp(glob: string): RegExp | string {
       if (negate) j++;
       let body = "";
       for (; j < end; j++) {
-        if (glob[j] === "\\") j++;
-        body += glob[j] === "-" && body && glob[j + 1] !== "]" ? "-" : escapeRegExp(glob[j]!);
+        // An escaped "-" is itself, not a range (doublestar's matchClass); a bare "-" first or last is too.
+        if (glob[j] === "\\") body += escapeRegExp(glob[++j]!);
+        else body += glob[j] === "-" && body && j + 1 < end ? "-" : escapeRegExp(glob[j]!);
       }
       out += negate ? `[^${body}]` : `[${body}]`;
       i = end;
