@@ -1,0 +1,122 @@
+// The stage graph as a user meets it: the cycle a refusal names, the order stages are created in whatever
+// order kargo/pipeline.ts lists them, and definitions that are not even shaped like a pipeline.
+import { describe, expect, it } from "vitest";
+import { findCycle, topologicalOrder, upstreamOf } from "../lib/pipeline/graph";
+import { MAX_STACK_NAME, pipelineSchema, type PipelineInput } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
+import {
+  base,
+  basePipeline,
+  firstUpdate,
+  previewOfFirstUpdate,
+  problemsOf,
+  type StageInput,
+} from "./pipeline-support";
+
+const gate = base.stages.find((s) => s.kind === "gate" && s.from === "warehouse")!;
+const withStages = (stages: StageInput[]): PipelineInput => ({ ...base, stages });
+
+describe("a cycle among the stages", () => {
+  // x feeds y feeds z feeds x; x also takes Freight from the gate, and a stage downstream of the cycle
+  // takes it from z: the refusal names the cycle alone, in the direction Freight would flow.
+  const cyclic = withStages([
+    gate,
+    { name: "x", kind: "gate", from: [gate.name, "z"], approvers: ["dev-approvers"] },
+    { name: "y", kind: "gate", from: ["x"], approvers: ["dev-approvers"] },
+    { name: "z", kind: "gate", from: ["y"], approvers: ["dev-approvers"] },
+    { ...firstUpdate, from: ["z"] },
+  ]);
+
+  it("is named stage by stage in the direction Freight flows, without the stages around it", () => {
+    const problems = problemsOf(cyclic);
+    expect(problems).toMatch(/ {2}- stages "x" -> "y" -> "z" -> "x": form a cycle$/m);
+    expect(problems).not.toMatch(new RegExp(`"${gate.name}" ->|-> "${firstUpdate.name}"`));
+  });
+
+  it("is found through any upstream of a stage, not only its first; kargo/pipeline.ts has none", () => {
+    expect(findCycle(basePipeline.stages)).toBeUndefined();
+    expect(findCycle(pipelineSchema.shape.stages.parse(cyclic.stages))).toEqual(["x", "y", "z", "x"]);
+  });
+
+  it("is reported as the cycle, not as a preview that comes after its update", () => {
+    // The preview and the update of one environment feeding each other: both "after" each other only
+    // because of the cycle, which is what the user must fix.
+    const problems = problemsOf(
+      withStages([
+        gate,
+        { ...previewOfFirstUpdate, from: [gate.name, firstUpdate.name] },
+        { ...firstUpdate, from: [previewOfFirstUpdate.name] },
+      ]),
+    );
+    expect(problems).toMatch(/form a cycle/);
+    expect(problems).not.toMatch(/a preview must come before its update/);
+  });
+});
+
+describe("the order stages are created in", () => {
+  it("puts every stage after its upstream stages, whatever order kargo/pipeline.ts lists them in", () => {
+    for (const listed of [basePipeline.stages, [...basePipeline.stages].reverse()]) {
+      const ordered = topologicalOrder(listed).map((s) => s.name);
+      expect([...ordered].sort()).toEqual(listed.map((s) => s.name).sort());
+      for (const s of listed) {
+        for (const up of upstreamOf(s)) expect(ordered.indexOf(up)).toBeLessThan(ordered.indexOf(s.name));
+      }
+    }
+  });
+
+  it("refuses a cycle instead of looping forever", () => {
+    const stages = pipelineSchema.shape.stages.parse([
+      { name: "a", kind: "gate", from: ["b"], approvers: ["x"] },
+      { name: "b", kind: "gate", from: ["a"], approvers: ["x"] },
+    ]);
+    expect(() => topologicalOrder(stages)).toThrow(/pipeline has a cycle/);
+  });
+});
+
+describe("definitions not shaped like a pipeline", () => {
+  const cases: [string, unknown, RegExp][] = [
+    ["nothing at all", undefined, /^ {2}- pipeline: Invalid input: expected object, received undefined$/m],
+    ["null", null, /^ {2}- pipeline: Invalid input: expected object, received null$/m],
+    ["a list", [], /^ {2}- pipeline: Invalid input: expected object, received array$/m],
+    [
+      "stages that are not a list",
+      { ...base, stages: { dev: firstUpdate } },
+      /^ {2}- stages: Invalid input: expected array, received object$/m,
+    ],
+    [
+      "a stage without a name",
+      withStages([
+        gate,
+        { kind: "update", environment: firstUpdate.environment, from: [gate.name] } as StageInput,
+      ]),
+      /^ {2}- stages\.1\.name: Invalid input: expected string, received undefined$/m,
+    ],
+    [
+      "no environments",
+      { ...base, environments: undefined },
+      /^ {2}- environments: Invalid input: expected record, received undefined$/m,
+    ],
+  ];
+  it.each(cases)("refuses %s, naming where", (_, input, message) => {
+    expect(problemsOf(input)).toMatch(message);
+  });
+});
+
+describe("stage names", () => {
+  it(`accepts a PKO Stack name of exactly ${MAX_STACK_NAME} characters, the most PKO allows`, () => {
+    const name = "s".repeat(MAX_STACK_NAME - `${base.project}-`.length);
+    const renamed = (n: string) => (n === firstUpdate.name ? name : n);
+    const stages = base.stages.map((s) => ({
+      ...s,
+      name: renamed(s.name),
+      from: s.from === "warehouse" ? s.from : s.from.map(renamed),
+    }));
+    expect(() => validatePipeline(withStages(stages))).not.toThrow();
+  });
+
+  it("refuses a stage that lists itself as upstream", () => {
+    expect(problemsOf(withStages([gate, { ...firstUpdate, from: [gate.name, firstUpdate.name] }]))).toMatch(
+      new RegExp(`stage "${firstUpdate.name}": lists itself as upstream`),
+    );
+  });
+});
