@@ -92,6 +92,16 @@ describe("definitions not shaped like a pipeline", () => {
       /^ {2}- stages\.1\.name: Invalid input: expected string, received undefined$/m,
     ],
     [
+      "environments as a list of names",
+      { ...base, environments: Object.keys(base.environments) },
+      /^ {2}- environments: Invalid input: expected record, received array$/m,
+    ],
+    [
+      "null environments",
+      { ...base, environments: null },
+      /^ {2}- environments: Invalid input: expected record, received null$/m,
+    ],
+    [
       "no environments",
       { ...base, environments: undefined },
       /^ {2}- environments: Invalid input: expected record, received undefined$/m,

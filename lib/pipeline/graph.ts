@@ -4,13 +4,13 @@ import type { EnvironmentStage, GateStage, Pipeline, Stage } from "./schema";
 
 export const upstreamOf = (s: Stage): string[] => (s.from === "warehouse" ? [] : s.from);
 
-/** Every stage upstream of `name`, transitively. */
+/** Every stage upstream of `name`, transitively; every upstream must name a stage (validatePipeline checks it first). */
 export function ancestors(stages: Stage[], name: string): Set<string> {
   const byName = new Map(stages.map((s) => [s.name, s]));
   const seen = new Set<string>();
   const visit = (n: string) => {
     for (const up of upstreamOf(byName.get(n)!)) {
-      if (byName.has(up) && !seen.has(up)) {
+      if (!seen.has(up)) {
         seen.add(up);
         visit(up);
       }
