@@ -27,6 +27,13 @@ const { requests, limits } = base.stacks.workspaceResources;
 describe("field values", () => {
   const refused: [string, PipelineInput, RegExp][] = [
     [
+      "a protected environment that names no destructive-change approvers",
+      withEnvironments({ [firstEnv]: { pulumiStack: base.environments[firstEnv]!.pulumiStack } }),
+      new RegExp(
+        `environment "${firstEnv}": is protected; destructiveChangeApprovers must name the Cognito groups`,
+      ),
+    ],
+    [
       "a negative CPU request",
       withResources({ ...requests, cpu: "-250m" }, limits),
       /stacks\.workspaceResources\.requests\.cpu: must be a Kubernetes quantity such as "250m" or "640Mi"/,
