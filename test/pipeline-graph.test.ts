@@ -1,7 +1,7 @@
 // The stage graph as a user meets it: the cycle a refusal names, the order stages are created in whatever
 // order kargo/pipeline.ts lists them, and definitions that are not even shaped like a pipeline.
 import { describe, expect, it } from "vitest";
-import { findCycle, topologicalOrder, upstreamOf } from "../lib/pipeline/graph";
+import { ancestors, findCycle, topologicalOrder, upstreamOf } from "../lib/pipeline/graph";
 import { MAX_STACK_NAME, pipelineSchema, type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
@@ -19,23 +19,24 @@ const withStages = (stages: StageInput[]): PipelineInput => ({ ...base, stages }
 describe("a cycle among the stages", () => {
   // x feeds y feeds z feeds x; x also takes Freight from the gate, and a stage downstream of the cycle
   // takes it from z: the refusal names the cycle alone, in the direction Freight would flow.
+  // The stage downstream is listed first, so the search enters the cycle from outside it.
   const cyclic = withStages([
+    { ...firstUpdate, from: ["z"] },
     gate,
     { name: "x", kind: "gate", from: [gate.name, "z"], approvers: ["dev-approvers"] },
     { name: "y", kind: "gate", from: ["x"], approvers: ["dev-approvers"] },
     { name: "z", kind: "gate", from: ["y"], approvers: ["dev-approvers"] },
-    { ...firstUpdate, from: ["z"] },
   ]);
 
   it("is named stage by stage in the direction Freight flows, without the stages around it", () => {
     const problems = problemsOf(cyclic);
-    expect(problems).toMatch(/ {2}- stages "x" -> "y" -> "z" -> "x": form a cycle$/m);
+    expect(problems).toMatch(/ {2}- stages "z" -> "x" -> "y" -> "z": form a cycle$/m);
     expect(problems).not.toMatch(new RegExp(`"${gate.name}" ->|-> "${firstUpdate.name}"`));
   });
 
   it("is found through any upstream of a stage, not only its first; kargo/pipeline.ts has none", () => {
     expect(findCycle(basePipeline.stages)).toBeUndefined();
-    expect(findCycle(pipelineSchema.shape.stages.parse(cyclic.stages))).toEqual(["x", "y", "z", "x"]);
+    expect(findCycle(pipelineSchema.shape.stages.parse(cyclic.stages))).toEqual(["z", "x", "y", "z"]);
   });
 
   it("is reported as the cycle, not as a preview that comes after its update", () => {
@@ -66,6 +67,29 @@ describe("a long pipeline", () => {
       })),
     );
     expect(findCycle(stages)).toBeUndefined();
+    expect(ancestors(stages, names.at(-1)!).size).toBe(names.length - 1);
+  });
+});
+
+describe("what a stage needs upstream", () => {
+  it("accepts stages listed in any order: reachability follows the from lists, not the file", () => {
+    expect(() => validatePipeline(withStages([...base.stages].reverse()))).not.toThrow();
+  });
+
+  it("refuses an update whose only upstream is a preview, though a gate feeds another stage", () => {
+    const other = base.stages.find((s) => s.kind === "update" && s.environment !== firstUpdate.environment)!;
+    const problems = problemsOf(
+      withStages([
+        gate,
+        { ...previewOfFirstUpdate, from: "warehouse" },
+        { ...firstUpdate, from: [previewOfFirstUpdate.name] },
+        { ...other, from: [gate.name] },
+      ]),
+    );
+    expect(problems).toMatch(
+      new RegExp(`stage "${firstUpdate.name}": runs pulumi up with no approval gate upstream`),
+    );
+    expect(problems).not.toMatch(new RegExp(`stage "${other.name}": runs pulumi up`));
   });
 });
 

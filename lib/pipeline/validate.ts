@@ -70,10 +70,9 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
         const [first, index, ...rest] = issue.path.map(String);
         const stageName =
           first === "stages" ? (input as PipelineInput).stages?.[Number(index)]?.name : undefined;
-        const where =
-          first === "stages" && stageName
-            ? `stage "${stageName}"${rest.length ? ` (${rest.join(".")})` : ""}`
-            : issue.path.join(".") || "pipeline";
+        const where = stageName
+          ? `stage "${stageName}"${rest.length ? ` (${rest.join(".")})` : ""}`
+          : issue.path.join(".") || "pipeline";
         return `${where}: ${issue.message}`;
       }),
     );
