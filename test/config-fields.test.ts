@@ -70,7 +70,7 @@ const fields: [what: string, schema: z.ZodType, accepted: unknown[], refused: [u
   [
     "a host name",
     hostname,
-    ["kargo.example.com", "kargo-1.internal.example"],
+    ["kargo.example.com", "kargo-1.internal.example", `${"k".repeat(63)}.example.com`],
     [
       ["https://kargo.example.com", /must be a DNS name such as kargo\.example\.com: .*no scheme or port/],
       ["kargo.example.com:443", /no scheme or port/],

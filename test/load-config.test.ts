@@ -27,8 +27,8 @@ function load(
   );
   return loadConfig(options.schema ?? schema, {
     project,
-    secrets: options.secrets ?? [],
-    secretCapable: options.secretCapable ?? [],
+    secrets: options.secrets,
+    secretCapable: options.secretCapable,
   });
 }
 function problemsOf(...args: Parameters<typeof load>): string {
