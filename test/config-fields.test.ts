@@ -77,7 +77,7 @@ const fields: [what: string, schema: z.ZodType, accepted: unknown[], refused: [u
       ["Kargo.example.com", /must be a DNS name such as kargo\.example\.com/],
       ["kargo.example.123", /must be a DNS name such as kargo\.example\.com/],
       ["kargo", /must be a fully qualified DNS name such as kargo\.example\.com, without a scheme/],
-      [`${"k".repeat(64)}.example.com`, /has a label of more than 63 characters \("k{20}\.\.\."\)/],
+      [`kargo.${"k".repeat(64)}.example.com`, /has a label of more than 63 characters \("k{20}\.\.\."\)/],
       [`${"k.".repeat(127)}com`, /is 257 characters; a DNS name has at most 253/],
     ],
   ],
