@@ -24,6 +24,10 @@ export default defineConfig({
       "test/hostile-config.test.ts",
       "test/cluster-config.test.ts",
       "test/cluster-setup-config.test.ts",
+      "test/config-fields.test.ts",
+      "test/load-config.test.ts",
     ],
+    // A test file that fails to load counts as a failed test (test/mutation-load-failures.ts says why).
+    reporters: ["default", "./test/mutation-load-failures.ts"],
   },
 });

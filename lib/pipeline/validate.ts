@@ -72,10 +72,9 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
         const [first, index, ...rest] = issue.path.map(String);
         const stageName =
           first === "stages" ? (input as PipelineInput).stages?.[Number(index)]?.name : undefined;
-        const where =
-          first === "stages" && stageName
-            ? `stage "${stageName}"${rest.length ? ` (${rest.join(".")})` : ""}`
-            : issue.path.join(".") || "pipeline";
+        const where = stageName
+          ? `stage "${stageName}"${rest.length ? ` (${rest.join(".")})` : ""}`
+          : issue.path.join(".") || "pipeline";
         return `${where}: ${issue.message}`;
       }),
     );
@@ -175,10 +174,10 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
  * and every lookup by name (Object.hasOwn, Maps) treats it as one.
  */
 export function environmentNameProblems(input: unknown): string[] {
-  if (typeof input !== "object" || input === null) return [];
-  const environments = (input as { environments?: unknown }).environments;
-  if (typeof environments !== "object" || environments === null || Array.isArray(environments)) return [];
-  return Object.keys(environments)
+  // Anything but an object of environments has no names of its own (a list's are its indices); zod says
+  // what is wrong with it.
+  const environments = (input as { environments?: unknown } | null | undefined)?.environments;
+  return Object.keys(environments ?? {})
     .filter((name) => !dnsLabel.test(name))
     .map(
       (name) =>
