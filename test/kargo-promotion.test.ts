@@ -62,6 +62,19 @@ describe("kargo project", () => {
       ]);
     });
 
+    it("gives its steps the pipeline's repository, its stacks folder and the namespace the Applications live in, and every variable they read", () => {
+      const task = ofKind("PromotionTask")[0]!;
+      const vars = Object.fromEntries(
+        (task.spec.vars as { name: string; value: string }[]).map((v) => [v.name, v.value]),
+      );
+      const read = [...JSON.stringify(task.spec.steps).matchAll(/\bvars\.(\w+)/g)].map((m) => m[1]!);
+      expect(Object.keys(vars).sort()).toEqual([...new Set(read)].sort());
+      expect(vars.repoURL).toBe(pipeline.source.repoURL);
+      expect(vars.stacksDir).toBe(pipeline.stacks.dir);
+      const namespaces = new Set(ofKind("Application").map((a) => a.metadata.namespace));
+      expect([...namespaces]).toEqual([vars.argocdNamespace]);
+    });
+
     it("never writes to the branch the Warehouse watches: every write and the push are in the stage branch's checkout", () => {
       const watched = ofKind("Warehouse")[0]!.spec.subscriptions[0].git.branch as string;
       for (const s of steps()) {
