@@ -213,7 +213,6 @@ describe("cluster rejects bad config before registering anything", () => {
       "m7i.large",
       "m7i-flex.large",
       "g5.xlarge",
-      "c6gn",
       "mac2.metal",
       "u7i-12tb.224xlarge",
     ])
