@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { clusterSetupConfigSchema, escalation, grantableVerbs } from "../cluster-setup/config";
 import { planError } from "./helpers";
 
 describe("cluster-setup rejects bad config before registering anything", () => {
@@ -79,5 +80,138 @@ describe("cluster-setup rejects bad config before registering anything", () => {
     const error = await planError("cluster-setup", overrides);
     expect(error.message).toMatch(/^Invalid configuration for project "cluster-setup":/);
     expect(error.message).toMatch(message);
+  });
+});
+
+describe("what a stack's programs may be granted in the cluster (stackRbacRules)", () => {
+  type Rule = Parameters<typeof escalation>[0];
+  const scopes = ["namespace", "cluster"] as const;
+
+  it("grants a rule that says exactly what it lets a program do", () => {
+    const safe: [Rule, (typeof scopes)[number][]][] = [
+      [
+        { apiGroups: ["apps"], resources: ["deployments", "deployments/scale"], verbs: grantableVerbs },
+        [...scopes],
+      ],
+      [
+        { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["get", "list", "watch"] },
+        [...scopes],
+      ],
+      [
+        { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests"], verbs: ["get"] },
+        [...scopes],
+      ],
+      [
+        {
+          apiGroups: [""],
+          resources: ["secrets"],
+          verbs: ["get", "update", "patch", "delete"],
+          resourceNames: ["app-config"],
+        },
+        ["namespace"],
+      ],
+      [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: [] }, [...scopes]],
+      [{ apiGroups: ["", "batch"], resources: ["jobs", "pods/log"], verbs: ["create", "get"] }, [...scopes]],
+    ];
+    for (const [rule, allowedIn] of safe)
+      for (const scope of allowedIn)
+        expect(escalation(rule, scope), `${JSON.stringify(rule)} in ${scope}`).toBeUndefined();
+  });
+
+  it("refuses each way a rule could let a program give itself more than it says", () => {
+    const risky: [Rule, RegExp][] = [
+      [
+        { apiGroups: [""], resources: ["pods"], verbs: ["get"], resourceNames: ["web-*"] },
+        /^has a wildcard in resourceNames/,
+      ],
+      [{ apiGroups: ["*"], resources: ["pods"], verbs: ["get"] }, /^has a wildcard in apiGroups/],
+      [
+        { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests"], verbs: ["approve"] },
+        /^grants approve, which let/,
+      ],
+      [
+        { apiGroups: ["certificates.k8s.io"], resources: ["signers"], verbs: ["sign", "get"] },
+        /^grants sign, which let/,
+      ],
+      ...["pods/attach", "pods/portforward", "nodes/proxy", "certificatesigningrequests/approval"].map(
+        (resource): [Rule, RegExp] => [
+          { apiGroups: [""], resources: ["pods", resource], verbs: ["get"] },
+          new RegExp(`^grants ${resource}, which reach other identities or nodes`),
+        ],
+      ),
+      [
+        {
+          apiGroups: ["admissionregistration.k8s.io"],
+          resources: ["validatingwebhookconfigurations"],
+          verbs: ["get", "delete"],
+        },
+        /^writes to admissionregistration\.k8s\.io, which changes who may do what/,
+      ],
+      [
+        {
+          apiGroups: ["apps", "certificates.k8s.io"],
+          resources: ["certificatesigningrequests"],
+          verbs: ["create"],
+        },
+        /^writes to certificates\.k8s\.io/,
+      ],
+      ...(["create", "watch", "deletecollection"] as const).map((verb): [Rule, RegExp] => [
+        { apiGroups: [""], resources: ["configmaps"], verbs: ["get", verb], resourceNames: ["a"] },
+        new RegExp(`^uses resourceNames with ${verb}, which Kubernetes cannot narrow by name`),
+      ]),
+    ];
+    for (const [rule, message] of risky)
+      for (const scope of scopes)
+        expect(escalation(rule, scope), `${JSON.stringify(rule)} in ${scope}`).toMatch(message);
+  });
+
+  it("refuses a Secret named in a cluster-wide rule: the name matches in every namespace", () => {
+    const rule = { apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: ["app-config"] };
+    expect(escalation(rule, "cluster")).toBe("grants secrets cluster-wide, every credential in the cluster");
+    // In the stacks namespace an empty list of names is no narrowing at all.
+    expect(escalation({ ...rule, resourceNames: [] }, "namespace")).toMatch(
+      /^grants every Secret in the stacks namespace/,
+    );
+  });
+});
+
+describe("cluster-setup accepts what each key allows", () => {
+  it.each([
+    [
+      "a power-user managed policy",
+      "arn:aws:iam::aws:policy/PowerUserAccess",
+      /must not grant administrator/,
+    ],
+    ["IAM-wide access", "arn:aws:iam::aws:policy/IAMFullAccess", /must not grant administrator/],
+  ])("refuses %s for every program", async (_, arn, message) => {
+    const error = await planError("cluster-setup", { "cluster-setup:stackPolicyArns": [arn] });
+    expect(error.message).toMatch(new RegExp(`cluster-setup:stackPolicyArns: ${message.source}`));
+  });
+
+  it("takes AWS managed policies whose names only begin like an administrator's, up to 19 of them", () => {
+    const policies = clusterSetupConfigSchema.shape.stackPolicyArns;
+    // A real AWS managed policy, scoped to Amplify: not AdministratorAccess.
+    expect(policies.safeParse(["arn:aws:iam::aws:policy/AdministratorAccess-Amplify"]).success).toBe(true);
+    const nineteen = Array.from({ length: 19 }, (_, i) => `arn:aws:iam::123456789012:policy/P${i}`);
+    expect(policies.safeParse(nineteen).success).toBe(true);
+  });
+
+  it("names ServiceAccounts up to 63 characters, the preview one included", async () => {
+    // <stackServiceAccount>-preview is the longest name.
+    const longest = 63 - "-preview".length;
+    const accounts = clusterSetupConfigSchema.safeParse({
+      clusterStack: "org/cluster/dev",
+      pulumiAccessToken: "pul-token",
+      stackServiceAccount: "s".repeat(longest),
+    });
+    expect(accounts.error?.issues ?? []).toEqual([]);
+    const error = await planError("cluster-setup", {
+      "cluster-setup:stackServiceAccount": "s".repeat(longest + 1),
+    });
+    expect(error.message).toMatch(
+      new RegExp(
+        `cluster-setup:stackEnvironments: gives ServiceAccount "s{${longest + 1}}-preview" \\(64 characters; at most 63\\)`,
+      ),
+    );
   });
 });
