@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { clusterSetupConfigSchema, escalation, grantableVerbs } from "../cluster-setup/config";
+import {
+  clusterSetupConfigSchema,
+  defaultDomainPrefix,
+  escalation,
+  grantableVerbs,
+} from "../cluster-setup/config";
 import { planError } from "./helpers";
 
 describe("cluster-setup rejects bad config before registering anything", () => {
@@ -213,5 +218,30 @@ describe("cluster-setup accepts what each key allows", () => {
         `cluster-setup:stackEnvironments: gives ServiceAccount "s{${longest + 1}}-preview" \\(64 characters; at most 63\\)`,
       ),
     );
+  });
+});
+
+describe("the default Cognito domain prefix (cognitoDomainPrefix unset)", () => {
+  const valueOf = (output: unknown) => (output as { promise(): Promise<string> }).promise();
+
+  it("is platform-<stack>-<account>, the stack name lower-cased and made DNS-safe", async () => {
+    expect(await valueOf(defaultDomainPrefix("Prod_EU.1", "123456789012"))).toBe(
+      "platform-prod-eu-1-123456789012",
+    );
+    // 63 characters at most: platform-<41 characters>-<12-digit account>.
+    const longest = "s".repeat(41);
+    expect(await valueOf(defaultDomainPrefix(longest, "123456789012"))).toHaveLength(63);
+  });
+
+  it("refuses, naming the key to set, a stack name that would make Cognito refuse it", () => {
+    expect(() => defaultDomainPrefix("s".repeat(42), "123456789012")).toThrow(
+      /cluster-setup:cognitoDomainPrefix: the default "platform-s{42}-<account id>" is longer than 63 characters; set cognitoDomainPrefix/,
+    );
+    for (const word of ["aws", "amazon", "cognito"])
+      expect(() => defaultDomainPrefix(`team-${word}`, "123456789012"), word).toThrow(
+        new RegExp(
+          `cluster-setup:cognitoDomainPrefix: the default "platform-team-${word}-<account id>" contains "${word}", which Cognito reserves`,
+        ),
+      );
   });
 });
