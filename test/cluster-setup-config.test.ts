@@ -245,3 +245,75 @@ describe("the default Cognito domain prefix (cognitoDomainPrefix unset)", () => 
       );
   });
 });
+
+describe("cluster-setup's limits", () => {
+  const valid = { clusterStack: "org/cluster/dev", pulumiAccessToken: "pul-token" };
+  const many = (n: number, make: (i: number) => string) => Array.from({ length: n }, (_, i) => make(i));
+  const rules = (rule: Record<string, unknown>, n = 1) => ({ stackRbacRules: Array(n).fill(rule) });
+  const rule = { apiGroups: [""], resources: ["configmaps"], verbs: ["get"] };
+  const problems = (config: Record<string, unknown>) =>
+    (clusterSetupConfigSchema.safeParse({ ...valid, ...config }).error?.issues ?? []).map(
+      (i) => `${i.path.join(".")}: ${i.message}`,
+    );
+
+  it.each([
+    [{ pulumiAccessToken: "p".repeat(1001) }, /^pulumiAccessToken: Too big/],
+    [
+      { stackEnvironments: many(21, (i) => `env${i}`) },
+      /^stackEnvironments: must list at most 20 environments/,
+    ],
+    [
+      { cognitoApproverGroups: many(51, (i) => `g${i}`) },
+      /^cognitoApproverGroups: must list at most 50 approver groups/,
+    ],
+    [{ cognitoApproverGroups: ["-approvers"] }, /^cognitoApproverGroups.0: must be 1-128 letters, digits/],
+    [{ cognitoApproverGroups: [`a${"b".repeat(128)}`] }, /^cognitoApproverGroups.0: must be 1-128/],
+    [{ cognitoAdminGroup: "platform admins" }, /^cognitoAdminGroup: must be 1-128/],
+    [
+      { cognitoDomainPrefix: "Platform" },
+      /^cognitoDomainPrefix: must be lower-case letters, digits and '-', at most 63/,
+    ],
+    [{ cognitoDomainPrefix: "platform-" }, /^cognitoDomainPrefix: must be lower-case/],
+    [{ cognitoDomainPrefix: "p".repeat(64) }, /^cognitoDomainPrefix: must be lower-case/],
+    [
+      { cognitoDomainPrefix: "my-amazon-login" },
+      /^cognitoDomainPrefix: must not contain "aws", "amazon" or "cognito"/,
+    ],
+    [{ cognitoDomainPrefix: "cognito-login" }, /^cognitoDomainPrefix: must not contain/],
+    [{ cognitoDeletionProtection: "no" }, /^cognitoDeletionProtection: must be true or false/],
+    [rules(rule, 51), /^stackRbacRules: must list at most 50 rules/],
+    [rules({ ...rule, apiGroups: [] }), /^stackRbacRules.0.apiGroups: must list at least one API group/],
+    [
+      rules({ ...rule, apiGroups: many(21, (i) => `g${i}.io`) }),
+      /^stackRbacRules.0.apiGroups: must list at most 20/,
+    ],
+    [rules({ ...rule, resources: [] }), /^stackRbacRules.0.resources: must list at least one resource/],
+    [
+      rules({ ...rule, resources: many(51, (i) => `r${i}`) }),
+      /^stackRbacRules.0.resources: must list at most 50/,
+    ],
+    [rules({ ...rule, verbs: [] }), /^stackRbacRules.0.verbs: must list at least one verb/],
+    [
+      rules({ ...rule, resourceNames: many(101, (i) => `n${i}`) }),
+      /^stackRbacRules.0.resourceNames: must list at most 100/,
+    ],
+  ])("refuses %j", (config, message) => {
+    expect(problems(config)).toEqual([expect.stringMatching(message)]);
+  });
+
+  it("accepts each at its limit", () => {
+    for (const config of [
+      { pulumiAccessToken: "p".repeat(1000) },
+      { stackEnvironments: many(20, (i) => `env${i}`) },
+      { cognitoApproverGroups: many(50, (i) => `g${i}`) },
+      { cognitoApproverGroups: [`a${"b".repeat(127)}`, "qa.approvers_1"] },
+      { cognitoDomainPrefix: "p".repeat(63) },
+      { cognitoDomainPrefix: "a" },
+      { cognitoDeletionProtection: false },
+      rules(rule, 50),
+      rules({ ...rule, apiGroups: many(20, (i) => `g${i}.io`), resources: many(50, (i) => `r${i}`) }),
+      rules({ ...rule, resourceNames: many(100, (i) => `n${i}`) }),
+    ])
+      expect(problems(config), JSON.stringify(config).slice(0, 80)).toEqual([]);
+  });
+});
