@@ -195,8 +195,9 @@ describe("npm run stacks", () => {
 
   it("names what it wrote under stacks.dir as given with a trailing slash", () => {
     const repo = tempRepo();
-    const { written } = writeStacks(pipeline("stacks/"), repo);
-    expect(written.sort()).toEqual(stackFiles.map((f) => `stacks/${f}`).sort());
+    const { written } = writeStacks(pipeline("deploy/stacks/"), repo);
+    expect(written.sort()).toEqual(stackFiles.map((f) => `deploy/stacks/${f}`).sort());
+    expect(isGenerated(path.join(repo, "deploy", "missing.yaml"))).toBe(false);
   });
 
   it("with a project folder as the stacks directory, deletes nothing (its Pulumi.yaml stays)", () => {
