@@ -121,6 +121,11 @@ describe("cluster rejects bad config before registering anything", () => {
       /cluster:nodeInstanceTypes \(at 0\): must be an EC2 instance type such as t4g\.medium/,
     ],
     [
+      "two instance types in one string",
+      { "cluster:nodeInstanceTypes": ["t4g.medium,t4g.large"] },
+      /cluster:nodeInstanceTypes \(at 0\): must be an EC2 instance type such as t4g\.medium/,
+    ],
+    [
       "an instance type in capitals",
       { "cluster:nodeInstanceTypes": ["T4G.MEDIUM"] },
       /cluster:nodeInstanceTypes \(at 0\): must be an EC2 instance type/,
