@@ -39,13 +39,13 @@ describe("the Kargo UI's links", () => {
       expect(linked).not.toContain(gate.name);
   });
 
-  it("links Freight to its commit on the repository's web page, without the clone URL's .git", () => {
+  it("links Freight to its commit on the repository's web page, without the clone URL's trailing .git only", () => {
     const onGitHub = validatePipeline({
       ...definition,
-      source: { ...definition.source, repoURL: "https://github.com/acme/infra.git" },
+      source: { ...definition.source, repoURL: "https://github.com/acme/acme.github.io.git" },
     });
     expect(freightLinks(onGitHub)!.map((l) => l.url)).toEqual([
-      "https://github.com/acme/infra/commit/{{ (index .freight.commits 0).id }}",
+      "https://github.com/acme/acme.github.io/commit/{{ (index .freight.commits 0).id }}",
     ]);
   });
 });
