@@ -51,6 +51,12 @@ describe("kargo project", () => {
         updates: [{ key: "spec.commit", value: commit }],
       });
       expect(step("file-write").config).toMatchObject({ path: "./stage/PIPELINE-STAGE.md", overwrite: true });
+      // The branch's PIPELINE-STAGE.md says whose branch it is and which commit it runs.
+      const readme = step("file-write").config.contents as string;
+      expect(readme).toMatch(/^# Pipeline stage \$\{\{ ctx\.stage \}\}\n/);
+      expect(readme).toContain(
+        "${{ ctx.stage }}.yaml runs the promoted program at commit ${{ commitFrom(vars.repoURL).ID }}.",
+      );
       expect(step("git-commit").config.path).toBe("./stage");
       expect(step("git-push")).toEqual({
         uses: "git-push",
