@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { promotionTaskSpec } from "../lib/pipeline/promotion";
 import { type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
@@ -52,6 +53,10 @@ describe("kargo project", () => {
       });
       expect(step("file-write").config).toMatchObject({ path: "./stage/PIPELINE-STAGE.md", overwrite: true });
       // The branch's PIPELINE-STAGE.md says whose branch it is and which commit it runs.
+      // From promotionTaskSpec too: the example plan is made once per worker and reused, so npm run
+      // test:mutation sees a change to the task only through a direct call.
+      const direct = promotionTaskSpec(pipeline, "argocd").steps!.find((s) => s.uses === "file-write")!;
+      expect(direct.config).toEqual(step("file-write").config);
       const readme = step("file-write").config.contents as string;
       expect(readme).toMatch(/^# Pipeline stage \$\{\{ ctx\.stage \}\}\n/);
       expect(readme).toContain(
