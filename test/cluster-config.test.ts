@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { architectureOf, clusterConfigSchema } from "../cluster/config";
 import { planError } from "./helpers";
 
 describe("cluster rejects bad config before registering anything", () => {
@@ -100,6 +101,89 @@ describe("cluster rejects bad config before registering anything", () => {
       /cluster:nodeInstanceType: unknown key; known keys are .*nodeInstanceTypes/,
     ],
     [
+      "seven availability zones",
+      { "cluster:availabilityZoneCount": 7 },
+      /cluster:availabilityZoneCount: must be at most 6/,
+    ],
+    [
+      "a VPC CIDR smaller than /24",
+      { "cluster:vpcCidr": "10.0.0.0/25" },
+      /cluster:vpcCidr: .*is a \/25; allowed sizes are \/16 to \/24/,
+    ],
+    [
+      "a cluster name starting with a hyphen",
+      { "cluster:clusterName": "-platform" },
+      /cluster:clusterName: must be 1-100 letters, digits, hyphens or underscores, starting with a letter or digit/,
+    ],
+    [
+      "a cluster name of 101 characters",
+      { "cluster:clusterName": "c".repeat(101) },
+      /cluster:clusterName: must be 1-100 letters/,
+    ],
+    [
+      "a cluster name with a space",
+      { "cluster:clusterName": "my platform" },
+      /cluster:clusterName: must be 1-100 letters/,
+    ],
+    [
+      "an instance type that is not one",
+      { "cluster:nodeInstanceTypes": ["t4g medium"] },
+      /cluster:nodeInstanceTypes \(at 0\): must be an EC2 instance type such as t4g\.medium/,
+    ],
+    [
+      "two instance types in one string",
+      { "cluster:nodeInstanceTypes": ["t4g.medium,t4g.large"] },
+      /cluster:nodeInstanceTypes \(at 0\): must be an EC2 instance type such as t4g\.medium/,
+    ],
+    [
+      "an instance type in capitals",
+      { "cluster:nodeInstanceTypes": ["T4G.MEDIUM"] },
+      /cluster:nodeInstanceTypes \(at 0\): must be an EC2 instance type/,
+    ],
+    ["more than 100 nodes", { "cluster:nodeMaxSize": 101 }, /cluster:nodeMaxSize: must be at most 100/],
+    ["no node", { "cluster:nodeMinSize": 0 }, /cluster:nodeMinSize: must be at least 1/],
+    [
+      "a node disk under 20 GiB",
+      { "cluster:nodeDiskSizeGiB": 19 },
+      /cluster:nodeDiskSizeGiB: must be at least 20/,
+    ],
+    [
+      "a node disk over 1000 GiB",
+      { "cluster:nodeDiskSizeGiB": 1001 },
+      /cluster:nodeDiskSizeGiB: must be at most 1000/,
+    ],
+    [
+      "a log retention CloudWatch Logs does not offer",
+      { "cluster:clusterLogRetentionDays": 10 },
+      /cluster:clusterLogRetentionDays: must be one of the periods CloudWatch Logs accepts: 1, 3, 5, 7, 14, 30/,
+    ],
+    [
+      "one CI role for deploys and previews",
+      {
+        "cluster:ciDeployRoleArn": "arn:aws:iam::123456789012:role/ci",
+        "cluster:ciPreviewRoleArn": "arn:aws:iam::123456789012:role/ci",
+      },
+      /cluster:ciPreviewRoleArn: must differ from cluster:ciDeployRoleArn: previews run with less access than deploys/,
+    ],
+    [
+      "the deploy role also a cluster admin",
+      {
+        "cluster:clusterAdminRoleArns": ["arn:aws:iam::123456789012:role/ci"],
+        "cluster:ciDeployRoleArn": "arn:aws:iam::123456789012:role/ci",
+      },
+      /cluster:ciDeployRoleArn: "arn:aws:iam::123456789012:role\/ci" is also in cluster:clusterAdminRoleArns/,
+    ],
+    [
+      "desired below min",
+      { "cluster:nodeMinSize": 2, "cluster:nodeDesiredSize": 1 },
+      /cluster:nodeDesiredSize: \(1\) must lie between cluster:nodeMinSize \(2\) and cluster:nodeMaxSize/,
+    ],
+    [
+      "an unknown support type",
+      { "cluster:supportType": "FOREVER" },
+      /cluster:supportType: allowed values are "STANDARD" \(upgraded at end of standard support\) and "EXTENDED"/,
+    ],
+    [
       "a number where a list belongs",
       { "cluster:publicAccessCidrs": 5 },
       /cluster:publicAccessCidrs: Invalid input: expected array/,
@@ -110,6 +194,44 @@ describe("cluster rejects bad config before registering anything", () => {
     const error = await planError("cluster", overrides);
     expect(error.message).toMatch(/^Invalid configuration for project "cluster":/);
     expect(error.message).toMatch(message);
+  });
+
+  // The edges of what each key allows, and the cases a refusal above must not catch.
+  it("accepts every value at the edge of what a key allows", () => {
+    const accepted: Record<string, unknown>[] = [
+      { vpcCidr: "10.0.0.0/16" },
+      { vpcCidr: "192.168.4.0/24" },
+      { availabilityZoneCount: 6 },
+      { clusterName: "p" },
+      { clusterName: `P${"_-9".repeat(33)}` },
+      { nodeInstanceTypes: ["m7i-flex.large", "c6in.32xlarge"] },
+      { nodeMinSize: 1, nodeDesiredSize: 1, nodeMaxSize: 1 },
+      { nodeMinSize: 100, nodeDesiredSize: 100, nodeMaxSize: 100 },
+      { nodeDiskSizeGiB: 20 },
+      { nodeDiskSizeGiB: 1000 },
+      { clusterLogRetentionDays: 1 },
+      { clusterLogRetentionDays: 3653 },
+      { ciDeployRoleArn: "arn:aws:iam::123456789012:role/deploy", ciPreviewRoleArn: "" },
+    ];
+    for (const config of accepted) {
+      const result = clusterConfigSchema.safeParse(config);
+      expect(result.error?.issues ?? [], JSON.stringify(config)).toEqual([]);
+    }
+  });
+
+  it("tells Graviton (arm64) instance types from x86_64 ones, which pick the node group's AMI", () => {
+    // Graviton: a "g" right after the generation digit (aws.amazon.com/ec2/instance-types/).
+    for (const type of ["t4g.medium", "m7g.large", "c8gd.xlarge", "im4gn.large", "x2gd.medium", "g5g.xlarge"])
+      expect(architectureOf(type), type).toBe("arm64");
+    for (const type of [
+      "t3.medium",
+      "m7i.large",
+      "m7i-flex.large",
+      "g5.xlarge",
+      "mac2.metal",
+      "u7i-12tb.224xlarge",
+    ])
+      expect(architectureOf(type), type).toBe("x86_64");
   });
 
   it("reports every problem at once", async () => {

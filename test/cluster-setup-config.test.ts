@@ -1,4 +1,10 @@
 import { describe, expect, it } from "vitest";
+import {
+  clusterSetupConfigSchema,
+  defaultDomainPrefix,
+  escalation,
+  grantableVerbs,
+} from "../cluster-setup/config";
 import { planError } from "./helpers";
 
 describe("cluster-setup rejects bad config before registering anything", () => {
@@ -79,5 +85,235 @@ describe("cluster-setup rejects bad config before registering anything", () => {
     const error = await planError("cluster-setup", overrides);
     expect(error.message).toMatch(/^Invalid configuration for project "cluster-setup":/);
     expect(error.message).toMatch(message);
+  });
+});
+
+describe("what a stack's programs may be granted in the cluster (stackRbacRules)", () => {
+  type Rule = Parameters<typeof escalation>[0];
+  const scopes = ["namespace", "cluster"] as const;
+
+  it("grants a rule that says exactly what it lets a program do", () => {
+    const safe: [Rule, (typeof scopes)[number][]][] = [
+      [
+        { apiGroups: ["apps"], resources: ["deployments", "deployments/scale"], verbs: grantableVerbs },
+        [...scopes],
+      ],
+      [
+        { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["get", "list", "watch"] },
+        [...scopes],
+      ],
+      [
+        { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests"], verbs: ["get"] },
+        [...scopes],
+      ],
+      [
+        {
+          apiGroups: [""],
+          resources: ["secrets"],
+          verbs: ["get", "update", "patch", "delete"],
+          resourceNames: ["app-config"],
+        },
+        ["namespace"],
+      ],
+      [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: [] }, [...scopes]],
+      [{ apiGroups: ["", "batch"], resources: ["jobs", "pods/log"], verbs: ["create", "get"] }, [...scopes]],
+    ];
+    for (const [rule, allowedIn] of safe)
+      for (const scope of allowedIn)
+        expect(escalation(rule, scope), `${JSON.stringify(rule)} in ${scope}`).toBeUndefined();
+  });
+
+  it("refuses each way a rule could let a program give itself more than it says", () => {
+    const risky: [Rule, RegExp][] = [
+      [
+        { apiGroups: [""], resources: ["pods"], verbs: ["get"], resourceNames: ["web-*"] },
+        /^has a wildcard in resourceNames/,
+      ],
+      [{ apiGroups: ["*"], resources: ["pods"], verbs: ["get"] }, /^has a wildcard in apiGroups/],
+      [
+        { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests"], verbs: ["approve"] },
+        /^grants approve, which let/,
+      ],
+      [
+        { apiGroups: ["certificates.k8s.io"], resources: ["signers"], verbs: ["sign", "get"] },
+        /^grants sign, which let/,
+      ],
+      ...["pods/attach", "pods/portforward", "nodes/proxy", "certificatesigningrequests/approval"].map(
+        (resource): [Rule, RegExp] => [
+          { apiGroups: [""], resources: ["pods", resource], verbs: ["get"] },
+          new RegExp(`^grants ${resource}, which reach other identities or nodes`),
+        ],
+      ),
+      [
+        {
+          apiGroups: ["admissionregistration.k8s.io"],
+          resources: ["validatingwebhookconfigurations"],
+          verbs: ["get", "delete"],
+        },
+        /^writes to admissionregistration\.k8s\.io, which changes who may do what/,
+      ],
+      [
+        {
+          apiGroups: ["apps", "certificates.k8s.io"],
+          resources: ["certificatesigningrequests"],
+          verbs: ["create"],
+        },
+        /^writes to certificates\.k8s\.io/,
+      ],
+      ...(["create", "watch", "deletecollection"] as const).map((verb): [Rule, RegExp] => [
+        { apiGroups: [""], resources: ["configmaps"], verbs: ["get", verb], resourceNames: ["a"] },
+        new RegExp(`^uses resourceNames with ${verb}, which Kubernetes cannot narrow by name`),
+      ]),
+    ];
+    for (const [rule, message] of risky)
+      for (const scope of scopes)
+        expect(escalation(rule, scope), `${JSON.stringify(rule)} in ${scope}`).toMatch(message);
+  });
+
+  it("refuses a Secret named in a cluster-wide rule: the name matches in every namespace", () => {
+    const rule = { apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: ["app-config"] };
+    expect(escalation(rule, "cluster")).toBe("grants secrets cluster-wide, every credential in the cluster");
+    // In the stacks namespace an empty list of names is no narrowing at all.
+    expect(escalation({ ...rule, resourceNames: [] }, "namespace")).toMatch(
+      /^grants every Secret in the stacks namespace/,
+    );
+  });
+});
+
+describe("cluster-setup accepts what each key allows", () => {
+  it.each([
+    [
+      "a power-user managed policy",
+      "arn:aws:iam::aws:policy/PowerUserAccess",
+      /must not grant administrator/,
+    ],
+    ["IAM-wide access", "arn:aws:iam::aws:policy/IAMFullAccess", /must not grant administrator/],
+  ])("refuses %s for every program", async (_, arn, message) => {
+    const error = await planError("cluster-setup", { "cluster-setup:stackPolicyArns": [arn] });
+    expect(error.message).toMatch(new RegExp(`cluster-setup:stackPolicyArns: ${message.source}`));
+  });
+
+  it("takes AWS managed policies whose names only begin like an administrator's, up to 19 of them", () => {
+    const policies = clusterSetupConfigSchema.shape.stackPolicyArns;
+    // A real AWS managed policy, scoped to Amplify: not AdministratorAccess.
+    expect(policies.safeParse(["arn:aws:iam::aws:policy/AdministratorAccess-Amplify"]).success).toBe(true);
+    const nineteen = Array.from({ length: 19 }, (_, i) => `arn:aws:iam::123456789012:policy/P${i}`);
+    expect(policies.safeParse(nineteen).success).toBe(true);
+  });
+
+  it("names ServiceAccounts up to 63 characters, the preview one included", async () => {
+    // <stackServiceAccount>-preview is the longest name.
+    const longest = 63 - "-preview".length;
+    const accounts = clusterSetupConfigSchema.safeParse({
+      clusterStack: "org/cluster/dev",
+      pulumiAccessToken: "pul-token",
+      stackServiceAccount: "s".repeat(longest),
+    });
+    expect(accounts.error?.issues ?? []).toEqual([]);
+    const error = await planError("cluster-setup", {
+      "cluster-setup:stackServiceAccount": "s".repeat(longest + 1),
+    });
+    expect(error.message).toMatch(
+      new RegExp(
+        `cluster-setup:stackEnvironments: gives ServiceAccount "s{${longest + 1}}-preview" \\(64 characters; at most 63\\)`,
+      ),
+    );
+  });
+});
+
+describe("the default Cognito domain prefix (cognitoDomainPrefix unset)", () => {
+  const valueOf = (output: unknown) => (output as { promise(): Promise<string> }).promise();
+
+  it("is platform-<stack>-<account>, the stack name lower-cased and made DNS-safe", async () => {
+    expect(await valueOf(defaultDomainPrefix("Prod_EU.1", "123456789012"))).toBe(
+      "platform-prod-eu-1-123456789012",
+    );
+    // 63 characters at most: platform-<41 characters>-<12-digit account>.
+    const longest = "s".repeat(41);
+    expect(await valueOf(defaultDomainPrefix(longest, "123456789012"))).toHaveLength(63);
+  });
+
+  it("refuses, naming the key to set, a stack name that would make Cognito refuse it", () => {
+    expect(() => defaultDomainPrefix("s".repeat(42), "123456789012")).toThrow(
+      /cluster-setup:cognitoDomainPrefix: the default "platform-s{42}-<account id>" is longer than 63 characters; set cognitoDomainPrefix/,
+    );
+    for (const word of ["aws", "amazon", "cognito"])
+      expect(() => defaultDomainPrefix(`team-${word}`, "123456789012"), word).toThrow(
+        new RegExp(
+          `cluster-setup:cognitoDomainPrefix: the default "platform-team-${word}-<account id>" contains "${word}", which Cognito reserves`,
+        ),
+      );
+  });
+});
+
+describe("cluster-setup's limits", () => {
+  const valid = { clusterStack: "org/cluster/dev", pulumiAccessToken: "pul-token" };
+  const many = (n: number, make: (i: number) => string) => Array.from({ length: n }, (_, i) => make(i));
+  const rules = (rule: Record<string, unknown>, n = 1) => ({ stackRbacRules: Array(n).fill(rule) });
+  const rule = { apiGroups: [""], resources: ["configmaps"], verbs: ["get"] };
+  const problems = (config: Record<string, unknown>) =>
+    (clusterSetupConfigSchema.safeParse({ ...valid, ...config }).error?.issues ?? []).map(
+      (i) => `${i.path.join(".")}: ${i.message}`,
+    );
+
+  it.each([
+    [{ pulumiAccessToken: "p".repeat(1001) }, /^pulumiAccessToken: Too big/],
+    [
+      { stackEnvironments: many(21, (i) => `env${i}`) },
+      /^stackEnvironments: must list at most 20 environments/,
+    ],
+    [
+      { cognitoApproverGroups: many(51, (i) => `g${i}`) },
+      /^cognitoApproverGroups: must list at most 50 approver groups/,
+    ],
+    [{ cognitoApproverGroups: ["-approvers"] }, /^cognitoApproverGroups.0: must be 1-128 letters, digits/],
+    [{ cognitoApproverGroups: [`a${"b".repeat(128)}`] }, /^cognitoApproverGroups.0: must be 1-128/],
+    [{ cognitoAdminGroup: "platform admins" }, /^cognitoAdminGroup: must be 1-128/],
+    [
+      { cognitoDomainPrefix: "Platform" },
+      /^cognitoDomainPrefix: must be lower-case letters, digits and '-', at most 63/,
+    ],
+    [{ cognitoDomainPrefix: "platform-" }, /^cognitoDomainPrefix: must be lower-case/],
+    [{ cognitoDomainPrefix: "p".repeat(64) }, /^cognitoDomainPrefix: must be lower-case/],
+    [
+      { cognitoDomainPrefix: "my-amazon-login" },
+      /^cognitoDomainPrefix: must not contain "aws", "amazon" or "cognito"/,
+    ],
+    [{ cognitoDomainPrefix: "cognito-login" }, /^cognitoDomainPrefix: must not contain/],
+    [{ cognitoDeletionProtection: "no" }, /^cognitoDeletionProtection: must be true or false/],
+    [rules(rule, 51), /^stackRbacRules: must list at most 50 rules/],
+    [rules({ ...rule, apiGroups: [] }), /^stackRbacRules.0.apiGroups: must list at least one API group/],
+    [
+      rules({ ...rule, apiGroups: many(21, (i) => `g${i}.io`) }),
+      /^stackRbacRules.0.apiGroups: must list at most 20/,
+    ],
+    [rules({ ...rule, resources: [] }), /^stackRbacRules.0.resources: must list at least one resource/],
+    [
+      rules({ ...rule, resources: many(51, (i) => `r${i}`) }),
+      /^stackRbacRules.0.resources: must list at most 50/,
+    ],
+    [rules({ ...rule, verbs: [] }), /^stackRbacRules.0.verbs: must list at least one verb/],
+    [
+      rules({ ...rule, resourceNames: many(101, (i) => `n${i}`) }),
+      /^stackRbacRules.0.resourceNames: must list at most 100/,
+    ],
+  ])("refuses %j", (config, message) => {
+    expect(problems(config)).toEqual([expect.stringMatching(message)]);
+  });
+
+  it("accepts each at its limit", () => {
+    for (const config of [
+      { pulumiAccessToken: "p".repeat(1000) },
+      { stackEnvironments: many(20, (i) => `env${i}`) },
+      { cognitoApproverGroups: many(50, (i) => `g${i}`) },
+      { cognitoApproverGroups: [`a${"b".repeat(127)}`, "qa.approvers_1"] },
+      { cognitoDomainPrefix: "p".repeat(63) },
+      { cognitoDomainPrefix: "a" },
+      { cognitoDeletionProtection: false },
+      rules(rule, 50),
+      rules({ ...rule, apiGroups: many(20, (i) => `g${i}.io`), resources: many(50, (i) => `r${i}`) }),
+      rules({ ...rule, resourceNames: many(100, (i) => `n${i}`) }),
+    ])
+      expect(problems(config), JSON.stringify(config).slice(0, 80)).toEqual([]);
   });
 });

@@ -5,10 +5,6 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
-import { clusterConfigSchema } from "../cluster/config";
-import { clusterSetupConfigSchema } from "../cluster-setup/config";
-import { kargoConfigSchema } from "../kargo/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { README, withDiagram } from "../lib/pipeline/diagram";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -265,31 +261,6 @@ describe("GitHub workflows", () => {
       expect(job.steps.at(-1).with).toMatchObject({ command: "up", "work-dir": project });
     }
   });
-});
-
-describe("config declarations", () => {
-  const schemas: Record<(typeof projectOrder)[number], z.ZodObject> = {
-    cluster: clusterConfigSchema,
-    "cluster-setup": clusterSetupConfigSchema,
-    kargo: kargoConfigSchema,
-  };
-  it.each(projectOrder)(
-    "of %s in Pulumi.yaml are the keys the program validates, with the same defaults",
-    (project) => {
-      const declared = YAML.parse(
-        fs.readFileSync(path.join(repoRoot, project, "Pulumi.yaml"), "utf8"),
-      ).config;
-      const schema = schemas[project];
-      expect(Object.keys(declared).sort()).toEqual(Object.keys(schema.shape).sort());
-      for (const [key, field] of Object.entries(schema.shape)) {
-        // A default is the input side's, where a key's value is then transformed (stackEnvironments).
-        let input: z.ZodType = field as z.ZodType;
-        while (input instanceof z.ZodPipe) input = input.def.in as z.ZodType;
-        const expected = input instanceof z.ZodDefault ? input.def.defaultValue : undefined;
-        expect(declared[key].default, `default of ${project}:${key}`).toEqual(expected);
-      }
-    },
-  );
 });
 
 describe("Pulumi.example.yaml", () => {

@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { promotionTaskSpec } from "../lib/pipeline/promotion";
 import { type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
@@ -51,6 +52,16 @@ describe("kargo project", () => {
         updates: [{ key: "spec.commit", value: commit }],
       });
       expect(step("file-write").config).toMatchObject({ path: "./stage/PIPELINE-STAGE.md", overwrite: true });
+      // The branch's PIPELINE-STAGE.md says whose branch it is and which commit it runs.
+      // From promotionTaskSpec too: the example plan is made once per worker and reused, so npm run
+      // test:mutation sees a change to the task only through a direct call.
+      const direct = promotionTaskSpec(pipeline, "argocd").steps!.find((s) => s.uses === "file-write")!;
+      expect(direct.config).toEqual(step("file-write").config);
+      const readme = step("file-write").config.contents as string;
+      expect(readme).toMatch(/^# Pipeline stage \$\{\{ ctx\.stage \}\}\n/);
+      expect(readme).toContain(
+        "${{ ctx.stage }}.yaml runs the promoted program at commit ${{ commitFrom(vars.repoURL).ID }}.",
+      );
       expect(step("git-commit").config.path).toBe("./stage");
       expect(step("git-push")).toEqual({
         uses: "git-push",
@@ -60,6 +71,19 @@ describe("kargo project", () => {
       expect(step("argocd-update").config.apps[0].sources).toEqual([
         { repoURL: "${{ vars.repoURL }}", desiredRevision: "${{ quote(task.outputs.push.commit) }}" },
       ]);
+    });
+
+    it("gives its steps the pipeline's repository, its stacks folder and the namespace the Applications live in, and every variable they read", () => {
+      const task = ofKind("PromotionTask")[0]!;
+      const vars = Object.fromEntries(
+        (task.spec.vars as { name: string; value: string }[]).map((v) => [v.name, v.value]),
+      );
+      const read = [...JSON.stringify(task.spec.steps).matchAll(/\bvars\.(\w+)/g)].map((m) => m[1]!);
+      expect(Object.keys(vars).sort()).toEqual([...new Set(read)].sort());
+      expect(vars.repoURL).toBe(pipeline.source.repoURL);
+      expect(vars.stacksDir).toBe(pipeline.stacks.dir);
+      const namespaces = new Set(ofKind("Application").map((a) => a.metadata.namespace));
+      expect([...namespaces]).toEqual([vars.argocdNamespace]);
     });
 
     it("never writes to the branch the Warehouse watches: every write and the push are in the stage branch's checkout", () => {

@@ -244,6 +244,19 @@ describe("kargo project", () => {
     expect(setup.outputs.cognitoApproverGroups).toEqual(expect.arrayContaining(approverGroups(pipeline)));
   });
 
+  it("gives Kargo's install the same approver groups whatever order the pipeline names them in, so reordering them upgrades nothing", () => {
+    const groups = approverGroups(pipeline);
+    const firstGate = definition.stages.find((s) => s.kind === "gate")!;
+    // The first gate now names every group, last one first: the same groups, met in another order.
+    const reordered = validatePipeline({
+      ...definition,
+      stages: definition.stages.map((s) =>
+        s.name === firstGate.name ? { ...s, approvers: [...groups].reverse() } : s,
+      ),
+    });
+    expect(approverGroups(reordered)).toEqual(groups);
+  });
+
   it("gives each environment stage an Argo CD Application that never syncs or prunes on its own", () => {
     const apps = ofKind("Application");
     expect(apps.map((a) => a.metadata.name).sort()).toEqual(

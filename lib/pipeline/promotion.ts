@@ -75,17 +75,15 @@ export function projectConfigSpec(p: Pipeline): kargo.ProjectConfigSpec {
  * (akuity/kargo v1.11.2 pkg/deeplinks/deeplinks.go).
  */
 export function stageLinks(p: Pipeline): kargo.ProjectConfigSpec["stageLinks"] {
-  return Object.entries(p.environments).flatMap(([environment, env]) => {
+  // Every environment has a stage: validation refuses one that no stage uses.
+  return Object.entries(p.environments).map(([environment, env]) => {
     const stages = environmentStages(p).filter((s) => s.environment === environment);
-    if (stages.length === 0) return [];
-    return [
-      {
-        title: `Pulumi stack ${env.pulumiStack}`,
-        description: `Previews and updates of ${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack} in Pulumi Cloud`,
-        url: `${p.pulumi.consoleUrl}/${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
-        if: `stage.metadata.name in [${stages.map((s) => JSON.stringify(s.name)).join(", ")}]`,
-      },
-    ];
+    return {
+      title: `Pulumi stack ${env.pulumiStack}`,
+      description: `Previews and updates of ${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack} in Pulumi Cloud`,
+      url: `${p.pulumi.consoleUrl}/${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
+      if: `stage.metadata.name in [${stages.map((s) => JSON.stringify(s.name)).join(", ")}]`,
+    };
   });
 }
 
