@@ -5,7 +5,7 @@ import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain, readStackConfig } from "../lib/cli/plan/projects";
-import { ofType, one, planProject } from "./helpers";
+import { irsaTrust, ofType, one, planProject } from "./helpers";
 
 type Values = Record<string, Record<string, unknown>>;
 const pipeline = validatePipeline(definition);
@@ -130,24 +130,10 @@ describe("cluster-setup project", () => {
   it.each(identities)(
     "lets exactly ServiceAccount pulumi-stacks-%s assume its own role, for the STS audience only",
     (suffix) => {
-      const issuer = String(cluster.outputs.oidcProviderUrl).replace("https://", "");
       const role = one(plan, "aws:iam/role:Role", `stacks-${suffix}`);
-      expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual({
-        Version: "2012-10-17",
-        Statement: [
-          {
-            Effect: "Allow",
-            Principal: { Federated: cluster.outputs.oidcProviderArn },
-            Action: "sts:AssumeRoleWithWebIdentity",
-            Condition: {
-              StringEquals: {
-                [`${issuer}:sub`]: `system:serviceaccount:pulumi-stacks:pulumi-stacks-${suffix}`,
-                [`${issuer}:aud`]: "sts.amazonaws.com",
-              },
-            },
-          },
-        ],
-      });
+      expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual(
+        irsaTrust(cluster.outputs, `pulumi-stacks:pulumi-stacks-${suffix}`),
+      );
       const sa = one(plan, "kubernetes:core/v1:ServiceAccount", `stacks-${suffix}`).inputs;
       const roleArn =
         suffix === "preview"

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { readStackConfig, repoRoot } from "../lib/cli/plan/projects";
 import { EBS_CSI_DRIVER_VERSION } from "../cluster/config";
-import { ofType, one, planProject } from "./helpers";
+import { irsaTrust, ofType, one, planProject } from "./helpers";
 
 describe("cluster project", () => {
   let plan: ProgramPlan;
@@ -157,23 +157,9 @@ describe("cluster project", () => {
     expect(addon.dependsOn).toContain(role.urn);
     expect(addon.inputs.addonVersion).toMatch(/^v\d+\.\d+\.\d+-eksbuild\.\d+$/);
     expect(addon.dependsOn).toContain(one(withDriver, "eks:index:ManagedNodeGroup").urn);
-    const issuer = String(withDriver.outputs.oidcProviderUrl).replace("https://", "");
-    expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual({
-      Version: "2012-10-17",
-      Statement: [
-        {
-          Effect: "Allow",
-          Principal: { Federated: withDriver.outputs.oidcProviderArn },
-          Action: "sts:AssumeRoleWithWebIdentity",
-          Condition: {
-            StringEquals: {
-              [`${issuer}:sub`]: "system:serviceaccount:kube-system:ebs-csi-controller-sa",
-              [`${issuer}:aud`]: "sts.amazonaws.com",
-            },
-          },
-        },
-      ],
-    });
+    expect(JSON.parse(String(role.inputs.assumeRolePolicy))).toEqual(
+      irsaTrust(withDriver.outputs, "kube-system:ebs-csi-controller-sa"),
+    );
   });
 
   it("tags what it creates with the stack it belongs to", () => {

@@ -57,3 +57,30 @@ export const allowsOnKargo = (rules: RbacRule[], verb: string, resource: string,
       (r.resources.includes(resource) || r.resources.includes("*")) &&
       (!r.resourceNames?.length || (name !== undefined && r.resourceNames.includes(name))),
   );
+
+/**
+ * The trust an IRSA role must have: only `serviceAccount` (namespace:name) of the cluster's OIDC provider may
+ * assume it, and only for the STS audience. Written out here, not taken from lib/irsa.ts, so a change there fails.
+ */
+export const irsaTrust = (
+  cluster: { oidcProviderUrl: unknown; oidcProviderArn: unknown },
+  serviceAccount: string,
+) => {
+  const issuer = String(cluster.oidcProviderUrl).replace("https://", "");
+  return {
+    Version: "2012-10-17",
+    Statement: [
+      {
+        Effect: "Allow",
+        Principal: { Federated: cluster.oidcProviderArn },
+        Action: "sts:AssumeRoleWithWebIdentity",
+        Condition: {
+          StringEquals: {
+            [`${issuer}:sub`]: `system:serviceaccount:${serviceAccount}`,
+            [`${issuer}:aud`]: "sts.amazonaws.com",
+          },
+        },
+      },
+    ],
+  };
+};
