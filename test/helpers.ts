@@ -62,17 +62,14 @@ export const allowsOnKargo = (rules: RbacRule[], verb: string, resource: string,
  * The trust an IRSA role must have: only `serviceAccount` (namespace:name) of the cluster's OIDC provider may
  * assume it, and only for the STS audience. Written out here, not taken from lib/irsa.ts, so a change there fails.
  */
-export const irsaTrust = (
-  cluster: { oidcProviderUrl: unknown; oidcProviderArn: unknown },
-  serviceAccount: string,
-) => {
-  const issuer = String(cluster.oidcProviderUrl).replace("https://", "");
+export const irsaTrust = (clusterOutputs: Record<string, unknown>, serviceAccount: string) => {
+  const issuer = String(clusterOutputs.oidcProviderUrl).replace("https://", "");
   return {
     Version: "2012-10-17",
     Statement: [
       {
         Effect: "Allow",
-        Principal: { Federated: cluster.oidcProviderArn },
+        Principal: { Federated: clusterOutputs.oidcProviderArn },
         Action: "sts:AssumeRoleWithWebIdentity",
         Condition: {
           StringEquals: {
