@@ -1,9 +1,10 @@
 // Verification of one Kargo stage, run by Argo Rollouts' job metric provider as the only container of a Job
 // (argo-rollouts v1.9.0 metricproviders/job/job.go: the Job's Complete condition is Successful, Failed is
 // Failed). It polls Pulumi Cloud for the operation on the stage's stack whose `git.head` is the promoted
-// commit and exits 0 once it has succeeded, or 1 with a one-line reason on stderr once it has failed, once
-// (CHECK delete or replace, for a protected preview) it succeeded but would delete or replace something, once Pulumi Cloud has not answered with
-// the JSON it documents too many times in a row, or at the timeout. Dependency-free: Node's own fetch.
+// commit and exits 0 once it has succeeded. It exits 1 with a one-line reason on stderr once the operation
+// failed; for a protected preview (CHECK delete or replace) once it succeeded but would delete or replace
+// something; once Pulumi Cloud has not answered with the JSON it documents too many times in a row; or at
+// the timeout. Dependency-free: Node's own fetch.
 //
 // Environment (set by lib/pipeline/verification.ts): PULUMI_API_URL, PULUMI_ORGANIZATION, PULUMI_PROJECT,
 // PULUMI_STACK, COMMIT, OPERATION (preview | update), CHECK (operation | delete | replace), INTERVAL and
