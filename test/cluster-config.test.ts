@@ -212,10 +212,27 @@ describe("cluster rejects bad config before registering anything", () => {
       { clusterLogRetentionDays: 1 },
       { clusterLogRetentionDays: 3653 },
       { ciDeployRoleArn: "arn:aws:iam::123456789012:role/deploy", ciPreviewRoleArn: "" },
+      // As `aws eks describe-addon-versions` lists them, parts of any length.
+      { ebsCsiDriver: true, ebsCsiDriverVersion: "v10.123.45-eksbuild.12" },
     ];
     for (const config of accepted) {
       const result = clusterConfigSchema.safeParse(config);
       expect(result.error?.issues ?? [], JSON.stringify(config)).toEqual([]);
+    }
+  });
+
+  it("refuses an EBS CSI add-on version with anything around it, which EKS would not find", () => {
+    for (const version of [
+      "1.67.1-eksbuild.1",
+      "xv1.67.1-eksbuild.1",
+      "v1.67.1-eksbuild.1-rc",
+      "v1.67.1-eksbuild.1\n",
+    ]) {
+      const result = clusterConfigSchema.safeParse({ ebsCsiDriverVersion: version });
+      expect(
+        result.error?.issues.map((i) => i.path.join(".")),
+        JSON.stringify(version),
+      ).toEqual(["ebsCsiDriverVersion"]);
     }
   });
 
