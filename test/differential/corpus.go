@@ -177,11 +177,7 @@ func buildCorpus(branch func(string) (kargo, git bool)) corpus {
 		if matcher, err := pattern.ParsePathPattern(selector); err != nil {
 			entry.Refused = true
 		} else {
-			for _, file := range c.Files {
-				if matcher.Matches(file) {
-					entry.Matches = append(entry.Matches, file)
-				}
-			}
+			entry.Matches = filesMatching(c.Files, matcher.Matches)
 		}
 		c.Selectors = append(c.Selectors, entry)
 	}
@@ -190,11 +186,7 @@ func buildCorpus(branch func(string) (kargo, git bool)) corpus {
 		if compiled, err := regexp.Compile(source); err != nil {
 			entry.Refused = true
 		} else {
-			for _, file := range c.Files {
-				if compiled.MatchString(file) {
-					entry.Matches = append(entry.Matches, file)
-				}
-			}
+			entry.Matches = filesMatching(c.Files, compiled.MatchString)
 		}
 		c.Regexps = append(c.Regexps, entry)
 	}
@@ -271,4 +263,15 @@ func (c corpus) encode() []byte {
 	list("images", len(c.Images), func(i int) any { return c.Images[i] }, true)
 	b.WriteString("}\n")
 	return b.Bytes()
+}
+
+// filesMatching keeps the files an upstream matcher selects, in corpus order (nil when none, as omitempty wants).
+func filesMatching(files []string, matches func(string) bool) []string {
+	var selected []string
+	for _, file := range files {
+		if matches(file) {
+			selected = append(selected, file)
+		}
+	}
+	return selected
 }
