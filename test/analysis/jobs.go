@@ -46,9 +46,8 @@ type jobController struct {
 
 // jobSpeed is how much faster than real time the Jobs' clock runs: slower than the controller's (`speed`),
 // because node on a loaded test machine takes tens of milliseconds to start and to look at the stand-in; at
-// 250 a 10 s interval is 40 ms, a 15-minute preview timeout 3.6 s, and the deadline's 5 minutes of slack
-// 1.2 s (green with a second copy of the package running beside the harness on two cores).
-const jobSpeed = 250
+// 100 a 10 s interval is 100 ms, a 15-minute preview timeout 9 s, and the deadline's 5 minutes of slack 3 s.
+const jobSpeed = 100
 
 // fastClock is the preload that makes node's timers and Date.now run `jobSpeed` times faster.
 func fastClock() string {
