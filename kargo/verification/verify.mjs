@@ -149,6 +149,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const deadline = Date.now() + config.timeout;
 let errors = 0;
+let lastError = "";
 for (;;) {
   let result;
   try {
@@ -158,6 +159,7 @@ for (;;) {
     errors++;
     const cause = error.cause?.code ?? error.cause?.message;
     const message = `${error.message}${cause ? ` (${cause})` : ""}`;
+    lastError = message;
     process.stderr.write(`error ${errors} in a row: ${message}\n`);
     if (errors > config.errorLimit)
       fail(`Pulumi Cloud (${config.api}) gave no usable answer ${errors} times in a row; last: ${message}`);
@@ -171,11 +173,17 @@ for (;;) {
     }
     fail(result.reason);
   }
-  if (Date.now() + config.interval > deadline)
-    fail(
+  if (Date.now() + config.interval > deadline) {
+    const notFound =
       config.check === "operation"
         ? `no finished ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")}`
-        : `no succeeded ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")} to count its ${config.check}s in`,
+        : `no succeeded ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")} to count its ${config.check}s in`;
+    // Pulumi Cloud failing to answer until the timeout is the reason, not a missing operation.
+    fail(
+      errors
+        ? `${notFound}; Pulumi Cloud (${config.api}) gave no usable answer the last ${errors} time(s); last: ${lastError}`
+        : notFound,
     );
+  }
   await sleep(config.interval);
 }

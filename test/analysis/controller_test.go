@@ -15,6 +15,7 @@ import (
 // Successful, one that exits 1 is Failed, and one whose container cannot start (its Secret is not there)
 // fails at the Job's deadline.
 func TestControllerMeasures(t *testing.T) {
+	t.Parallel()
 	one := intstr.FromInt32(1)
 	deadline := int64(600)
 	probe := func(script string, env ...corev1.EnvVar) *v1alpha1.AnalysisRun {
