@@ -46,17 +46,6 @@ export interface LoadConfigOptions<K extends string, M extends string> {
  */
 export const awsRegions: readonly string[] = Object.values(aws.Region);
 
-/** Config namespaces of the providers and engine these programs use; anything else beside ours is suspect. */
-const providerNamespaces = new Set([
-  "aws",
-  "kubernetes",
-  "eks",
-  "awsx",
-  "random",
-  "pulumi",
-  "tls",
-  "command",
-]);
 /** The chained projects: a key of one set in another's stack file is silently ignored by the CLI. */
 const chainProjects = ["cluster", "cluster-setup", "kargo"];
 
@@ -77,12 +66,14 @@ function editDistance(a: string, b: string): number {
 }
 
 /** Why a key outside `project`'s namespace is surely a mistake, or undefined when it may be legitimate. */
-function foreignKeyProblem(project: string, fullKey: string): string | undefined {
-  const separator = fullKey.indexOf(":");
-  if (separator < 0) return undefined;
-  const namespace = fullKey.slice(0, separator);
-  const key = fullKey.slice(separator + 1);
-  if (namespace === project || providerNamespaces.has(namespace)) return undefined;
+function foreignKeyProblem(
+  project: string,
+  fullKey: string,
+  namespace: string,
+  key: string,
+): string | undefined {
+  // A provider's namespace (aws, kubernetes, ...) is neither a chain project nor near any project's name.
+  if (namespace === project) return undefined;
   if (chainProjects.includes(namespace)) {
     return `${fullKey}: belongs to project "${namespace}", not "${project}", and would be ignored; this project's keys are ${project}:<key>`;
   }
@@ -164,11 +155,13 @@ export function loadConfig(
 
   const known = new Set(Object.keys(schema.shape));
   for (const fullKey of Object.keys(pulumi.runtime.allConfig())) {
-    const [namespace, key] = fullKey.split(":", 2);
-    if (namespace === project && key !== undefined && !known.has(key)) {
+    // The CLI hands every key over as <namespace>:<key>; a key may hold more colons.
+    const separator = fullKey.indexOf(":");
+    const [namespace, key] = [fullKey.slice(0, separator), fullKey.slice(separator + 1)];
+    if (namespace === project && !known.has(key)) {
       problems.push(`${fullKey}: unknown key; known keys are ${[...known].sort().join(", ")}`);
     } else {
-      const problem = foreignKeyProblem(project, fullKey);
+      const problem = foreignKeyProblem(project, fullKey, namespace, key);
       if (problem) problems.push(problem);
     }
   }
@@ -222,8 +215,8 @@ export function prototypeKeyPaths(value: unknown, at: string[] = [], depth = 0):
 function coerce(field: z.ZodType, text: string): unknown {
   const asText = field.safeParse(text);
   // Only a value of the wrong type is re-read as JSON: "1.29" stays the string a version field expects.
-  if (asText.success || !asText.error.issues.some((i) => i.code === "invalid_type" && i.path.length === 0))
-    return text;
+  // (A string is refused whole, so its issues are at the top level.)
+  if (asText.success || !asText.error.issues.some((i) => i.code === "invalid_type")) return text;
   try {
     return JSON.parse(text);
   } catch {
@@ -265,7 +258,7 @@ export const internetAllowList = (limit: number, why: string) =>
   z
     .array(
       cidr((range, prefix) => {
-        if (range === "unspecified" && prefix === 0) return undefined; // 0.0.0.0/0: any address
+        if (prefix === 0) return undefined; // 0.0.0.0/0, the only /0 without host bits: any address
         if (range === "unicast") return undefined;
         const article = /^[aeiou]/.test(range) ? "an" : "a";
         return `is ${article} ${range} range, which never reaches an internet-facing endpoint; list public ranges, or 0.0.0.0/0 for any address`;
@@ -292,7 +285,6 @@ export const hostname = z.string().superRefine((name, ctx) => {
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
-/** Schema pieces that several projects validate the same way. */
 /** Schema pieces that several projects validate the same way. */
 export const configFields = {
   /** `org/project/stack` of an upstream stack read through a StackReference. */
@@ -322,5 +314,4 @@ export const configFields = {
       /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
       "must be a DNS label: 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit",
     ),
-  tags: z.record(z.string().min(1).max(128), z.string().max(256)),
 };

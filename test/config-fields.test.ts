@@ -2,7 +2,7 @@
 // read as the CLI hands them over: what each accepts, and the message a careless value gets.
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { configFields, hostname } from "../lib/config";
+import { configFields, hostname, internetAllowList } from "../lib/config";
 
 const messageOf = (schema: z.ZodType, value: unknown) => {
   const result = schema.safeParse(value);
@@ -58,19 +58,17 @@ const fields: [what: string, schema: z.ZodType, accepted: unknown[], refused: [u
     ],
   ],
   [
-    "resource tags",
-    configFields.tags,
-    [{ team: "platform", "cost-center": "x".repeat(256), ["k".repeat(128)]: "" }],
-    [
-      [{ "": "platform" }, /Invalid key in record/],
-      [{ ["k".repeat(129)]: "platform" }, /Invalid key in record/],
-      [{ team: "x".repeat(257) }, /Too big/],
-    ],
-  ],
-  [
     "a host name",
     hostname,
-    ["kargo.example.com", "kargo-1.internal.example", `${"k".repeat(63)}.example.com`],
+    [
+      "kargo.example.com",
+      "kargo-1.internal.example",
+      `${"k".repeat(63)}.example.com`,
+      "example.com",
+      "k.8.example.com",
+      // 253 characters, the most a DNS name may have.
+      `${"k.".repeat(125)}com`,
+    ],
     [
       ["https://kargo.example.com", /must be a DNS name such as kargo\.example\.com: .*no scheme or port/],
       ["kargo.example.com:443", /no scheme or port/],
@@ -78,7 +76,24 @@ const fields: [what: string, schema: z.ZodType, accepted: unknown[], refused: [u
       ["kargo.example.123", /must be a DNS name such as kargo\.example\.com/],
       ["kargo", /must be a fully qualified DNS name such as kargo\.example\.com, without a scheme/],
       [`kargo.${"k".repeat(64)}.example.com`, /has a label of more than 63 characters \("k{20}\.\.\."\)/],
+      // The message names the label that is too long, not the longest allowed one before it.
+      [`${"a".repeat(63)}.${"k".repeat(64)}.com`, /has a label of more than 63 characters \("k{20}\.\.\."\)/],
       [`${"k.".repeat(127)}com`, /is 257 characters; a DNS name has at most 253/],
+    ],
+  ],
+  [
+    "an internet allow list",
+    internetAllowList(3, "a security group's rules"),
+    [["0.0.0.0/0"], ["140.82.112.0/20", "192.30.252.0/22"]],
+    [
+      // 0.0.0.0/8 is "this network", not the internet; only 0.0.0.0/0 stands for any address.
+      [["0.0.0.0/8"], /is an unspecified range, which never reaches an internet-facing endpoint/],
+      [["10.0.0.0/8"], /is a private range, which never reaches an internet-facing endpoint/],
+      [["1.1.1.1/32", "1.1.1.1/32"], /must not repeat a CIDR/],
+      [
+        ["1.0.0.0/8", "2.0.0.0/8", "3.0.0.0/8", "4.0.0.0/8"],
+        /must list at most 3 CIDRs \(a security group's rules\)/,
+      ],
     ],
   ],
 ];

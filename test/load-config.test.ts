@@ -86,6 +86,29 @@ describe("keys of the project", () => {
   });
 });
 
+describe("structured values", () => {
+  const withValues = z.object({ values: z.record(z.string(), z.unknown()) });
+  const loadValues = (text: string) => load({ [`${project}:values`]: text }, [], { schema: withValues });
+
+  it("loads a value holding nulls and lists", () => {
+    expect(loadValues('{"a": null, "b": [null, {"c": 1}]}')).toEqual({
+      values: { a: null, b: [null, { c: 1 }] },
+    });
+  });
+  it("finds a __proto__ key 64 levels down", () => {
+    const text = `${'{"x":'.repeat(64)}{"__proto__":1}${"}".repeat(64)}`;
+    expect(() => loadValues(text)).toThrow(
+      new RegExp(
+        `${project}:values \\(at ${"x.".repeat(64)}__proto__\\): the key "__proto__" is not allowed`,
+      ),
+    );
+  });
+  it("reads a value nested 100000 levels deep without overflowing the stack", () => {
+    const text = `{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}`;
+    expect(loadValues(text)).toHaveProperty("values.a");
+  });
+});
+
 describe("secrets", () => {
   it("leaves a declared secret that is not set alone", () => {
     expect(load({ [`${project}:nodeCount`]: 2 }, [], { secrets: ["token"] }).token).toBeUndefined();

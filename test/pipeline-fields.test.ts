@@ -130,6 +130,8 @@ describe("field values", () => {
     ["a one-letter namespace", withStacks({ namespace: "a" })],
     ["several include paths", withSource({ includePaths: ["Pulumi.yaml", "glob:*.ts"] })],
     ["a page size of 100", withVerification({ pageSize: 100 })],
+    ["the smallest plugin cache, 2 GiB", withStacks({ pluginCacheGiB: 2 })],
+    ["the largest plugin cache, 64 GiB", withStacks({ pluginCacheGiB: 64 })],
   ];
   it.each(accepted)("accepts %s", (_, input) => {
     expect(() => validatePipeline(input)).not.toThrow();

@@ -97,18 +97,25 @@ describe("each environment's config file beside the promoted program", () => {
     ],
     [
       "a value nested deeper than 32 levels",
-      `config:\n  infra-program:deep: ${"[".repeat(34)}1${"]".repeat(34)}\n`,
-      /Pulumi\.dev\.yaml: config\.infra-program:deep: is nested too deeply; allowed:/,
+      `config:\n  infra-program:deep: ${"[".repeat(33)}1${"]".repeat(33)}\n`,
+      /Pulumi\.dev\.yaml: config\.infra-program:deep: is nested more than 32 lists or maps deep; allowed:/,
+    ],
+    [
+      "maps nested 33 deep",
+      `config:\n  infra-program:deep: ${"{a: ".repeat(33)}1${"}".repeat(33)}\n`,
+      /Pulumi\.dev\.yaml: config\.infra-program:deep: is nested more than 32 lists or maps deep; allowed:/,
     ],
   ])("rejects %s, naming the file and what is allowed", (_, text, message) => {
     expect(problemsOf(base, withDevConfig(text))).toMatch(forFirstEnvironment(message));
   });
 
-  it("accepts structured values, encrypted secrets and an empty file", () => {
+  it("accepts structured values, encrypted secrets, an empty file and config with no value", () => {
     const structured =
       "config:\n  aws:region: eu-central-1\n  aws:defaultTags:\n    tags:\n      team: infra\n  infra-program:n: 3\n" +
-      "  infra-program:token:\n    secure: AAABAG==\nencryptionsalt: v1:abc\n";
-    for (const text of [structured, ""]) {
+      "  infra-program:token:\n    secure: AAABAG==\n  infra-program:enabled: true\nencryptionsalt: v1:abc\n";
+    // `config:` with no value is how a file reads once its last key is removed; the CLI takes it as no config.
+    const deepest = `config:\n  infra-program:deep: ${"[{a: ".repeat(16)}1${"}]".repeat(16)}\n`;
+    for (const text of [structured, deepest, "", "# no settings yet\n", "config:\n"]) {
       expect(() => validatePipeline(base, { repoRoot: withDevConfig(text) })).not.toThrow();
     }
   });
@@ -128,6 +135,27 @@ describe("paths resolved on disk", () => {
     fs.symlinkSync(path.join(repo, "kargo"), path.join(repo, "stacks"));
     expect(problemsOf(base, repo)).toMatch(/stacks\.dir: "stacks" is the repository's kargo\/ folder/);
   });
+  it("refuses a stacks directory inside a Pulumi project", () => {
+    const repo = tempRepo();
+    fs.mkdirSync(path.join(repo, "app"));
+    fs.writeFileSync(path.join(repo, "app", "Pulumi.yaml"), "name: app\n");
+    expect(problemsOf(withStacks({ dir: "app/stacks" }), repo)).toMatch(
+      /stacks\.dir: "app\/stacks" is inside a Pulumi project \(app\/Pulumi\.yaml\)/,
+    );
+  });
+  it("refuses a stacks directory written with backslashes, naming the separator allowed", () => {
+    expect(problemsOf(withStacks({ dir: "deploy\\stacks" }), tempRepo())).toMatch(
+      /stacks\.dir: "deploy\\stacks" is not a relative path; allowed: a folder of the repository such as "stacks", with "\/" separators/,
+    );
+  });
+  it("refuses a stacks directory that is a symlink to the folder holding the repository", () => {
+    const outer = tempDir("outer-");
+    const repo = tempRepo(path.join(outer, "repo"));
+    fs.symlinkSync(outer, path.join(repo, "stacks"));
+    expect(problemsOf(base, repo)).toMatch(
+      /stacks\.dir: "stacks" resolves to .*, outside the repository \(through a symlink\)/,
+    );
+  });
   it("refuses a stacks directory that holds a Pulumi project", () => {
     const repo = tempRepo();
     fs.mkdirSync(path.join(repo, "app"));
@@ -144,6 +172,32 @@ describe("paths resolved on disk", () => {
     expect(problemsOf({ ...input, stacks: { ...input.stacks, dir: "program" } }, repo)).toMatch(
       /stacks\.dir: "program" is the promoted program's folder \(source\.programDir\); allowed: a folder of its own/,
     );
+  });
+  describe("with the program in a folder of its own", () => {
+    // A fork that keeps its program in infra/program: its stack files live beside it.
+    const programRepo = () => {
+      const repo = tempRepo();
+      const program = path.join(repo, "infra", "program");
+      fs.mkdirSync(program, { recursive: true });
+      fs.renameSync(path.join(repo, "Pulumi.yaml"), path.join(program, "Pulumi.yaml"));
+      for (const file of fs.readdirSync(repo).filter((f) => /^Pulumi\..+\.yaml$/.test(f)))
+        fs.renameSync(path.join(repo, file), path.join(program, file));
+      return repo;
+    };
+    const inProgramFolder = (stacksDir: string) => {
+      const input = withSource({ programDir: "infra/program", includePaths: ["infra/program"] });
+      return { ...input, stacks: { ...input.stacks, dir: stacksDir } };
+    };
+    it("accepts a stacks directory beside it", () => {
+      expect(() =>
+        validatePipeline(inProgramFolder("infra/stacks"), { repoRoot: programRepo() }),
+      ).not.toThrow();
+    });
+    it("refuses a stacks directory inside it", () => {
+      expect(problemsOf(inProgramFolder("infra/program/stacks"), programRepo())).toMatch(
+        /stacks\.dir: "infra\/program\/stacks" is inside the promoted program's folder \(source\.programDir\); allowed: a folder of its own/,
+      );
+    });
   });
   it("refuses a stacks directory through a looping symlink, which mkdir would trip over", () => {
     const repo = tempRepo();

@@ -196,6 +196,7 @@ describe("hostile pipeline definitions", () => {
         [names.analysis.preview, "the preview AnalysisTemplate's name"],
         [names.gitCredentials, "the git credentials Secret's name"],
         [names.verificationToken, "the verification token Secret's name"],
+        [names.verificationScript, "the verification script ConfigMap's name"],
       ] as const
     ).map(([name, owner]): [string, PipelineInput, RegExp] => [
       `a stage named like ${owner}`,
@@ -409,5 +410,14 @@ describe("hostile pipeline definitions", () => {
   ];
   it.each(valid)("accepts %s", (_, input) => {
     expect(() => validatePipeline(input)).not.toThrow();
+  });
+
+  it("names an unused protected environment once, as unused, not for the preview and approvers it lacks", () => {
+    const problems = problemsOf(
+      withEnvironments({ prod: { pulumiStack: "prod", protected: true, destructiveChangeApprovers: [] } }),
+    );
+    expect(problems.split("\n").filter((line) => line.startsWith("  - "))).toEqual([
+      expect.stringMatching(/^ {2}- environments\.prod: no stage uses it;/),
+    ]);
   });
 });

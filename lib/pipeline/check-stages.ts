@@ -53,6 +53,7 @@ export function stageProblems(p: Pipeline): string[] {
 export function orderProblems(stages: Stage[]): string[] {
   const problems: string[] = [];
   for (const s of stages) {
+    // Stryker disable next-line ConditionalExpression: no update has an ancestor updating its environment (one update stage per environment is checked first)
     if (s.kind !== "preview") continue;
     const before = ancestors(stages, s.name);
     const update = stages.find(
@@ -66,19 +67,21 @@ export function orderProblems(stages: Stage[]): string[] {
   return problems;
 }
 
-/** A protected environment needs a preview that can stop a destructive change, and someone who may let it through. */
+/**
+ * A protected environment needs a preview that can stop a destructive change, and someone who may let it
+ * through. Run on a pipeline with no other problem, where each environment has its update stage.
+ */
 export function destructiveChangeProblems(pipeline: Pipeline): string[] {
   const problems: string[] = [];
   for (const [name, env] of Object.entries(pipeline.environments)) {
     const at = `environment "${name}"`;
     const previewed = pipeline.stages.some((s) => s.kind === "preview" && s.environment === name);
-    const updated = pipeline.stages.some((s) => s.kind === "update" && s.environment === name);
     if (!isProtected(env)) continue;
-    if (updated && !previewed)
+    if (!previewed)
       problems.push(
         `${at}: is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false`,
       );
-    if (updated && env.destructiveChangeApprovers.length === 0)
+    if (env.destructiveChangeApprovers.length === 0)
       problems.push(
         `${at}: is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false${env.ephemeral ? "" : " or ephemeral: true"})`,
       );

@@ -159,15 +159,19 @@ export function stackConfigProblems(config: Record<string, unknown>, where: stri
   return problems;
 }
 
+/** Lists and maps a config value may nest. */
+const MAX_CONFIG_DEPTH = 32;
+
+/** What is wrong with a value parsed from a stack file's YAML, if anything. */
 function badConfigValue(value: unknown, depth = 0): string | undefined {
-  if (depth > 32) return "is nested too deeply";
-  if (value === null || value === undefined) return "has no value";
+  if (depth > MAX_CONFIG_DEPTH) return `is nested more than ${MAX_CONFIG_DEPTH} lists or maps deep`;
+  if (value === null) return "has no value";
   if (typeof value === "number")
     return Number.isFinite(value) ? undefined : `${value} is not a finite number`;
   if (typeof value === "string" || typeof value === "boolean") return undefined;
   if (Array.isArray(value)) return value.map((v) => badConfigValue(v, depth + 1)).find(Boolean);
-  if (typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype)
-    return Object.values(value)
+  if (Object.getPrototypeOf(value) === Object.prototype)
+    return Object.values(value as object)
       .map((v) => badConfigValue(v, depth + 1))
       .find(Boolean);
   // What a YAML tag such as !!timestamp, !!binary or !!set makes of a value: a Date, a Uint8Array, a Set.

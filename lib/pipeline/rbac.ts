@@ -74,7 +74,8 @@ export interface DestructiveChangeApproverRole {
 export function destructiveChangeApproverRoles(p: Pipeline): DestructiveChangeApproverRole[] {
   return Object.entries(p.environments).flatMap(([environment, env]) => {
     const update = environmentStages(p).find((s) => s.kind === "update" && s.environment === environment);
-    if (!update || !isProtected(env) || env.destructiveChangeApprovers.length === 0) return [];
+    // A protected environment with an update stage and no approvers is refused (destructiveChangeProblems).
+    if (!update || !isProtected(env)) return [];
     return [
       {
         environment,

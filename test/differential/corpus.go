@@ -93,9 +93,9 @@ var corpusBranchTokens = []string{"a", "b1", "main", "stage", "/", ".", "-", "_"
 // Image references, part by part, each part valid or nearly: [registry/][path/]name[:tag][@digest].
 var corpusImageParts = [][]string{
 	{"", "registry.example.com/", "localhost:5000/", "ghcr.io:443/", "Registry.Example.com/", "reg_istry.com/",
-		"[::1]:5000/", "-bad.com/", "a.b-c.d/", "host:99999/"},
+		"[::1]:5000/", "-bad.com/", "a.b-c.d/", "host:99999/", "a:5000/", "a.b:5000/"},
 	{"", "pulumi/", "team/sub/", "Pulumi/", "a__b/", "a___b/", "a--b/", "a-/", "_a/", "a.b/"},
-	{"pulumi", "pulumi-nonroot", "p.u_l-i", "UPPER", strings.Repeat("d", 64), "x", "a..b", "a_.b"},
+	{"pulumi", "pulumi-nonroot", "p.u_l-i", "UPPER", strings.Repeat("d", 64), "x", "a..b", "a_.b", "a--b"},
 	{":3.270.0", "", ":latest", ":3.270.0-nonroot", ":LATEST", ":Latest", ":.bad", ":_ok", ":-bad",
 		":" + strings.Repeat("t", 128), ":" + strings.Repeat("t", 129), ":v1", ":"},
 	{"", "", "@sha256:" + strings.Repeat("a", 64), "", "@sha256:" + strings.Repeat("a", 63), "@sha512:" + strings.Repeat("c", 128),
@@ -215,8 +215,13 @@ func buildCorpus(branch func(string) (kargo, git bool)) corpus {
 	return c
 }
 
+// Image references the random parts rarely combine: one-character registry labels before a port (where only
+// a registry may stand) and "--" in a later path component, each pinned so that a wrong verdict shows.
+var corpusImageSeeds = []string{"a:5000/pulumi/pulumi:3.270.0", "a.b:5000/pulumi:3.270.0", "x.a:5000/pulumi:3.270.0",
+	"team/a--b:3.270.0", "team/a---b/pulumi:3.270.0"}
+
 func images(r *rand.Rand) []string {
-	var out []string
+	out := append([]string(nil), corpusImageSeeds...)
 	for range corpusCount / 2 {
 		var b strings.Builder
 		// Mostly the first, valid, options of a part; the rest each a fifth of the time.
