@@ -152,12 +152,13 @@ function realLocation(dir: string): string | undefined {
     rest.unshift(path.basename(existing));
     existing = parent;
   }
+  let real: string | undefined;
   try {
-    return path.join(fs.realpathSync(existing), ...rest);
-    // Stryker disable next-line BlockStatement: an empty catch returns undefined too
+    real = fs.realpathSync(existing);
   } catch {
-    return undefined;
+    // a broken or looping symlink
   }
+  return real && path.join(real, ...rest);
 }
 
 const brokenLink = (at: string, dir: string) =>
