@@ -24,6 +24,7 @@ export default defineConfig({
       "test/hostile-config.test.ts",
       "test/cluster-config.test.ts",
       "test/cluster-setup-config.test.ts",
+      "test/cluster-setup-fork-identity.test.ts",
       "test/config-fields.test.ts",
       "test/load-config.test.ts",
       "test/config-declarations.test.ts",

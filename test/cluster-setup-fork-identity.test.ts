@@ -1,0 +1,30 @@
+// cluster-setup reads the fork's identity from lib/fork.ts (what Argo CD may sync Stack manifests from): a hand
+// edit that breaks it is refused before anything is registered, naming the file and how to set it.
+import * as pulumi from "@pulumi/pulumi";
+import { afterEach, expect, it, vi } from "vitest";
+import { loadClusterSetupConfig } from "../cluster-setup/config";
+import { readStackConfig } from "../lib/cli/plan/projects";
+
+vi.mock("../lib/fork", () => ({
+  fork: { githubRepo: "git@github.com:acme/infra.git", pulumiOrg: "acme" },
+}));
+
+afterEach(() => pulumi.runtime.setAllConfig({}, []));
+
+it("refuses a fork repository that is not an HTTPS git URL, naming lib/fork.ts and npm run personalize", () => {
+  void pulumi.runtime.setMocks(
+    { newResource: (r) => ({ id: r.name, state: r.inputs }), call: (c) => c.inputs },
+    "cluster-setup",
+    "example",
+  );
+  const { values, secretKeys } = readStackConfig("cluster-setup");
+  pulumi.runtime.setAllConfig(
+    Object.fromEntries(
+      Object.entries(values).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+    ),
+    secretKeys,
+  );
+  expect(() => loadClusterSetupConfig()).toThrow(
+    /^Invalid fork identity in lib\/fork\.ts \(set it with npm run personalize\):\n {2}- githubRepo: "git@github\.com:acme\/infra\.git" must be an HTTPS git URL$/,
+  );
+});
