@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { ConfigError, configFields, loadConfig } from "../lib/config";
 import { fork } from "../lib/fork";
-import { identityProblems } from "../lib/forkIdentity";
+import { identityProblems, type ForkIdentity } from "../lib/forkIdentity";
 import { isReservedNamespace, reservedNamespaces } from "../lib/namespaces";
 import { pipeline } from "../kargo/pipeline";
 
@@ -198,20 +198,21 @@ export const clusterSetupConfigSchema = z
 
 export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 
-export const loadClusterSetupConfig = () => {
+/** Reads and checks cluster-setup's config, and the fork's identity (`identity`: lib/fork.ts unless a test says). */
+export const loadClusterSetupConfig = (identity: ForkIdentity = fork) => {
   const config = loadConfig(clusterSetupConfigSchema, {
     secrets: ["pulumiAccessToken"],
     secretCapable: ["certManagerValues", "argoCdValues", "argoRolloutsValues", "pulumiOperatorValues"],
     requireRegion: true,
   });
   // The fork's repository, the one Argo CD may sync Stack manifests from, is the pipeline's (lib/fork.ts).
-  const problems = identityProblems(fork);
+  const problems = identityProblems(identity);
   if (problems.length > 0) {
     throw new pulumi.RunError(
       `Invalid fork identity in lib/fork.ts (set it with npm run personalize):\n${problems.map((p) => `  - ${p}`).join("\n")}`,
     );
   }
-  return { ...config, stacksRepoURL: fork.githubRepo };
+  return { ...config, stacksRepoURL: identity.githubRepo };
 };
 
 /**

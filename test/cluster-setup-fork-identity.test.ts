@@ -1,13 +1,10 @@
 // cluster-setup reads the fork's identity from lib/fork.ts (what Argo CD may sync Stack manifests from): a hand
-// edit that breaks it is refused before anything is registered, naming the file and how to set it.
+// edit that breaks it is refused before anything is registered, naming the file and how to set it. The broken
+// identity is handed in: test files share their worker's modules (vitest.config.mts), so none is mocked.
 import * as pulumi from "@pulumi/pulumi";
-import { afterEach, expect, it, vi } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import { loadClusterSetupConfig } from "../cluster-setup/config";
 import { readStackConfig } from "../lib/cli/plan/projects";
-
-vi.mock("../lib/fork", () => ({
-  fork: { githubRepo: "git@github.com:acme/infra.git", pulumiOrg: "acme" },
-}));
 
 afterEach(() => pulumi.runtime.setAllConfig({}, []));
 
@@ -24,7 +21,9 @@ it("refuses a fork repository that is not an HTTPS git URL, naming lib/fork.ts a
     ),
     secretKeys,
   );
-  expect(() => loadClusterSetupConfig()).toThrow(
+  expect(() =>
+    loadClusterSetupConfig({ githubRepo: "git@github.com:acme/infra.git", pulumiOrg: "acme" }),
+  ).toThrow(
     /^Invalid fork identity in lib\/fork\.ts \(set it with npm run personalize\):\n {2}- githubRepo: "git@github\.com:acme\/infra\.git" must be an HTTPS git URL$/,
   );
 });
