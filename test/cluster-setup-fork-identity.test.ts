@@ -4,6 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, expect, it } from "vitest";
 import { loadClusterSetupConfig } from "../cluster-setup/config";
+import { setStackConfig } from "../lib/cli/plan/harness";
 import { readStackConfig } from "../lib/cli/plan/projects";
 
 afterEach(() => pulumi.runtime.setAllConfig({}, []));
@@ -15,12 +16,7 @@ it("refuses a fork repository that is not an HTTPS git URL, naming lib/fork.ts a
     "example",
   );
   const { values, secretKeys } = readStackConfig("cluster-setup");
-  pulumi.runtime.setAllConfig(
-    Object.fromEntries(
-      Object.entries(values).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
-    ),
-    secretKeys,
-  );
+  setStackConfig(values, secretKeys);
   expect(() =>
     loadClusterSetupConfig({ githubRepo: "git@github.com:acme/infra.git", pulumiOrg: "acme" }),
   ).toThrow(

@@ -4,6 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError, loadConfig } from "../lib/config";
+import { setStackConfig } from "../lib/cli/plan/harness";
 
 const project = "cluster";
 const schema = z.object({
@@ -19,12 +20,7 @@ function load(
   secretKeys: string[] = [],
   options: { secrets?: "token"[]; secretCapable?: "label"[]; schema?: z.ZodObject } = {},
 ) {
-  pulumi.runtime.setAllConfig(
-    Object.fromEntries(
-      Object.entries(config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
-    ),
-    secretKeys,
-  );
+  setStackConfig(config, secretKeys);
   return loadConfig(options.schema ?? schema, {
     project,
     secrets: options.secrets,

@@ -74,9 +74,9 @@ export function orderProblems(stages: Stage[]): string[] {
 export function destructiveChangeProblems(pipeline: Pipeline): string[] {
   const problems: string[] = [];
   for (const [name, env] of Object.entries(pipeline.environments)) {
+    if (!isProtected(env)) continue;
     const at = `environment "${name}"`;
     const previewed = pipeline.stages.some((s) => s.kind === "preview" && s.environment === name);
-    if (!isProtected(env)) continue;
     if (!previewed)
       problems.push(
         `${at}: is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false`,

@@ -205,6 +205,21 @@ export class ProgramError extends Error {
 }
 
 /**
+ * Hands stack config to the Pulumi runtime as the CLI does: strings as they are, other values as JSON text,
+ * unset (undefined) keys left out.
+ */
+export function setStackConfig(config: Record<string, unknown>, secretKeys: string[] = []): void {
+  pulumi.runtime.setAllConfig(
+    Object.fromEntries(
+      Object.entries(config)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+    ),
+    secretKeys,
+  );
+}
+
+/**
  * Runs one real Pulumi program under the mock runtime and returns what it registered and exported. The
  * program is required from `projectDir` exactly as the CLI runs it; nothing is copied.
  */
@@ -217,14 +232,7 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
   await pulumi.runtime.setMocks(mocks, options.project, options.stack, false);
   const monitor = new RecordingMonitor(mocks);
   settings.setMockOptions(monitor, options.project, options.stack, false);
-  pulumi.runtime.setAllConfig(
-    Object.fromEntries(
-      Object.entries(options.config)
-        .filter(([, v]) => v !== undefined)
-        .map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
-    ),
-    options.secretKeys ?? [],
-  );
+  setStackConfig(options.config, options.secretKeys ?? []);
 
   // A program that throws is caught inside the root stack, so the stack itself still completes cleanly.
   let failure: unknown;
