@@ -4,13 +4,13 @@ import * as github from "@pulumi/github";
 import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
 import { githubRepository } from "../lib/pipeline/names";
+import { previewPolicy, updatePolicy } from "../lib/pipeline/access";
 import { approverGroups } from "../lib/pipeline/rbac";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { ConfigError } from "../lib/config";
 import { loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
-import { previewPolicy, programPolicy } from "./programPolicy";
 import { PromotionPipeline } from "./promotionPipeline";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 import {
@@ -130,20 +130,27 @@ export = async () => {
     });
   }
 
-  // Each environment's role gets exactly what the promoted program needs there; previews may only read.
-  for (const [environment, identity] of Object.entries(setup.stackIdentities)) {
-    if (!Object.hasOwn(pipeline.environments, environment)) continue;
-    new aws.iam.RolePolicy(
-      `promoted-program-${environment}`,
-      { role: identity.roleName, policy: JSON.stringify(programPolicy(pipeline, environment)) },
-      { provider: awsProvider },
-    );
+  // Each environment's role gets exactly what each promoted program needs there, one policy per program;
+  // previews may only read.
+  for (const program of pipeline.programs) {
+    for (const [environment, identity] of Object.entries(setup.stackIdentities)) {
+      if (!Object.hasOwn(pipeline.environments, environment)) continue;
+      const policy = updatePolicy(pipeline, program, environment);
+      if (policy)
+        new aws.iam.RolePolicy(
+          `program-${program.name}-${environment}`,
+          { role: identity.roleName, policy: JSON.stringify(policy) },
+          { provider: awsProvider },
+        );
+    }
+    const preview = previewPolicy(pipeline, program);
+    if (preview)
+      new aws.iam.RolePolicy(
+        `program-${program.name}-preview`,
+        { role: setup.previewIdentity.roleName, policy: JSON.stringify(preview) },
+        { provider: awsProvider },
+      );
   }
-  new aws.iam.RolePolicy(
-    "promoted-program-preview",
-    { role: setup.previewIdentity.roleName, policy: JSON.stringify(previewPolicy(pipeline)) },
-    { provider: awsProvider },
-  );
 
   return {
     kargoUrl: pulumi.interpolate`https://${install.host}`,

@@ -3,39 +3,45 @@
 // (`npm run stacks` rewrites stacks/ after a change here).
 import { fork } from "../lib/fork";
 import type { PipelineInput } from "../lib/pipeline/schema";
+import { bucketAccess, bucketLifecycleAccess } from "./programPolicy";
 
 export const pipeline: PipelineInput = {
   project: "infra",
   source: {
-    // Your fork (lib/fork.ts, set by `npm run personalize`): the promoted program (the root Pulumi.yaml), its
-    // Pulumi.<stack>.yaml files and stacks/ live here. Promotions never push to `branch`; each stage has its
-    // own branch, stage/<stage>.
+    // Your fork (lib/fork.ts, set by `npm run personalize`): the programs and stacks/ live here. Promotions
+    // never push to `branch`; each stage has its own branch, stage/<stage>-<program>.
     repoURL: fork.githubRepo,
     branch: "main",
-    programDir: ".",
-    // The promoted program's files. Each environment's Pulumi.<stack>.yaml and stacks/ are added to the
-    // Warehouse too (lib/pipeline/promotion.ts freightPaths): a change to any of them passes every gate.
-    includePaths: ["Pulumi.yaml"],
   },
-  pulumi: { organization: fork.pulumiOrg, project: "infra-program" },
+  // The promoted programs. Each folder holds a Pulumi project (its name and runtime come from its
+  // Pulumi.yaml) and one Pulumi.<pulumiStack>.yaml per environment; the whole folder is Freight. In every
+  // environment a program runs only after those it dependsOn have been updated to the same commit.
+  programs: [
+    { name: "bucket", dir: "programs/bucket", aws: bucketAccess },
+    {
+      name: "lifecycle",
+      dir: "programs/bucket-lifecycle",
+      dependsOn: ["bucket"],
+      aws: bucketLifecycleAccess("bucket"),
+    },
+  ],
+  pulumi: { organization: fork.pulumiOrg },
   stacks: {
     dir: "stacks",
     namespace: "pulumi-stacks",
     serviceAccountName: "pulumi-stacks",
     accessTokenSecret: "pulumi-access-token",
     gitCredentialsSecret: "git-credentials",
-    // The CLI with its bundled language hosts (Pulumi YAML needs no other runtime), about 200 MB instead of
-    // the 2 GB pulumi/pulumi image on 20 GiB node disks.
-    workspaceImage: "pulumi/pulumi-base:3.270.0",
-    // Sized for `pulumi up` with the AWS provider; test/capacity checks every environment stage's workspace
-    // fits beside the platform on the nodes (README, "What the nodes hold").
+    // Each program's workspace image comes from its runtime (lib/pipeline/schema.ts WORKSPACE_IMAGES), or
+    // its own workspaceImage. Sized for `pulumi up` with the AWS provider; test/capacity checks every program
+    // stage's workspace fits beside the platform on the nodes (README, "What the nodes hold").
     workspaceResources: { requests: { cpu: "250m", memory: "640Mi" }, limits: { memory: "1536Mi" } },
     // 0: every workspace downloads the AWS provider again (about 150 MB). 4 keeps each environment stage's
     // plugins on an encrypted gp3 volume of 4 GiB across runs; it needs cluster:ebsCsiDriver and a third
     // node (README, "Per promotion").
     pluginCacheGiB: 0,
   },
-  // Each environment's config is Pulumi.<pulumiStack>.yaml beside the promoted program.
+  // Each program's config for an environment is Pulumi.<pulumiStack>.yaml in the program's folder.
   environments: {
     // Every environment is protected (not ephemeral): a preview that would delete or replace anything stops
     // there until someone in destructiveChangeApprovers approves that Freight for the update stage.

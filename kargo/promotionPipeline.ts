@@ -4,7 +4,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { argocd, kargo, rollouts } from "../lib/crds";
-import { environmentStages } from "../lib/pipeline/graph";
+import { programStages, runStages } from "../lib/pipeline/graph";
 import { names } from "../lib/pipeline/names";
 import {
   githubWebhookPath,
@@ -20,7 +20,6 @@ import {
   analysisTemplateSpec,
   verificationScriptKey,
 } from "../lib/pipeline/verification";
-import { topologicalOrder } from "../lib/pipeline/graph";
 import { stackObjectName } from "../lib/pipeline/names";
 import type { Pipeline } from "../lib/pipeline/schema";
 
@@ -183,7 +182,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // nothing; it never syncs by itself. The promotion's argocd-update asks for a hard refresh before the
     // sync (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/argocd_updater.go), so Argo CD resolves the
     // new branch at once.
-    const applications = environmentStages(p).map(
+    const applications = programStages(p).map(
       (s) =>
         new argocd.Application(
           stackObjectName(p, s.name),
@@ -202,13 +201,13 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // Each stage's plugin cache exists before its first promotion: a workspace pod naming a missing claim
     // would never be scheduled. Here, not on the stage branch, because the volume belongs to the stage, not
     // to a Freight: it keeps its plugins from one promotion to the next and needs no sync to come back.
-    for (const s of p.stacks.pluginCacheGiB > 0 ? environmentStages(p) : []) {
+    for (const s of p.stacks.pluginCacheGiB > 0 ? programStages(p) : []) {
       const claim = pluginCacheClaim(p, s, args.pluginCacheStorageClass);
       new k8s.core.v1.PersistentVolumeClaim(claim.metadata.name, claim, k8sOpts);
     }
 
     const stages = new Map<string, kargo.Stage>();
-    for (const s of topologicalOrder(p.stages)) {
+    for (const s of runStages(p)) {
       stages.set(
         s.name,
         new kargo.Stage(

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { environmentStages } from "../lib/pipeline/graph";
+import { programStages } from "../lib/pipeline/graph";
 import { stackServiceAccount } from "../lib/pipeline/stack-manifest";
 import type { Pipeline } from "../lib/pipeline/schema";
 
@@ -131,7 +131,7 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
       `environment "${env}" has no identity in cluster-setup; add it to cluster-setup's stackEnvironments (now ${environments.join(", ")})`,
     );
   }
-  for (const stage of environmentStages(p)) {
+  for (const stage of programStages(p)) {
     const expected =
       stage.kind === "preview"
         ? setup.previewIdentity.serviceAccountName

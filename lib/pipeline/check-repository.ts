@@ -5,9 +5,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { stackConfigProblems } from "./check-values";
-import { environmentStages } from "./graph";
-import { stackConfigFile, stackManifestFile } from "./names";
-import type { Pipeline } from "./schema";
+import { environmentStages, programStageName } from "./graph";
+import { normalDir, stackConfigFile, stackManifestFile } from "./names";
+import type { ParsedPipeline, ProgramDeclaration } from "./schema";
 import { parsePathSelector, selectorMatches } from "./selectors";
 
 /** The repository this file lives in: the only place `programDir` and `stacks.dir` may point. */
@@ -30,32 +30,36 @@ export const RESERVED_FOLDERS = [
 ] as const;
 
 /**
- * What a stage runs, as files on the branch the Warehouse watches: the program's Pulumi.yaml, each
- * environment's Pulumi.<stack>.yaml and each stage's Stack template. Promotions write none of them (they push
- * only to stage/<stage>); a change to any must become Freight and pass the gates.
+ * What a stage runs, as files on the branch the Warehouse watches: each program's Pulumi.yaml and
+ * Pulumi.<stack>.yaml files and each program stage's Stack template. Promotions write none of them (they
+ * push only to stage/<stage>); a change to any must become Freight and pass the gates.
  */
-export function stageInputPaths(p: Pipeline): string[] {
-  const dir = path.posix.normalize(p.stacks.dir);
+export function stageInputPaths(p: ParsedPipeline): string[] {
+  const dir = normalDir(p.stacks.dir);
   return [
-    path.posix.join(p.source.programDir, "Pulumi.yaml"),
-    ...Object.keys(p.environments).map((env) => stackConfigFile(p, env)),
-    ...p.stages.filter((s) => s.kind !== "gate").map((s) => path.posix.join(dir, stackManifestFile(s.name))),
+    ...p.programs.flatMap((x) => [
+      path.posix.join(normalDir(x.dir), "Pulumi.yaml"),
+      ...Object.keys(p.environments).map((env) => stackConfigFile(p, x, env)),
+    ]),
+    ...environmentStages(p).flatMap((s) =>
+      p.programs.map((x) => path.posix.join(dir, stackManifestFile(programStageName(s.name, x.name)))),
+    ),
   ];
 }
 
-export function sourcePathProblems(p: Pipeline): string[] {
+export function sourcePathProblems(p: ParsedPipeline): string[] {
   const problems: string[] = [];
-  const parse = (field: "includePaths" | "excludePaths") =>
-    p.source[field].map((selector, i) => {
+  const parse = (at: string, selectors: string[]) =>
+    selectors.map((selector, i) => {
       const parsed = parsePathSelector(selector);
       if (typeof parsed === "string")
         problems.push(
-          `source.${field}[${i}]: ${parsed}; allowed: a path (the folder or file and everything under it), "glob:<doublestar glob>" or "regex:<Go regular expression>"`,
+          `${at}[${i}]: ${parsed}; allowed: a path (the folder or file and everything under it), "glob:<doublestar glob>" or "regex:<Go regular expression>"`,
         );
       return typeof parsed === "string" ? undefined : { selector, parsed };
     });
-  parse("includePaths");
-  const excludes = parse("excludePaths");
+  for (const x of p.programs) parse(`programs.${x.name}.includePaths`, x.includePaths);
+  const excludes = parse("source.excludePaths", p.source.excludePaths);
   for (const [index, exclude] of excludes.entries()) {
     const hidden = exclude && stageInputPaths(p).find((file) => selectorMatches(exclude.parsed, file));
     if (hidden) {
@@ -71,16 +75,21 @@ export function sourcePathProblems(p: Pipeline): string[] {
 const stackFileKeys = ["config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt"];
 
 /**
- * An environment's config: `Pulumi.<pulumiStack>.yaml` beside the promoted program, which the same Freight
- * moves. It must exist (PKO runs the stack with whatever it holds), be a stack settings file, and hold
- * config {@link stackConfigProblems} accepts.
+ * A program's config in an environment: `Pulumi.<pulumiStack>.yaml` in the program's folder, which the same
+ * Freight moves. It must exist (PKO runs the stack with whatever it holds), be a stack settings file, and
+ * hold config {@link stackConfigProblems} accepts.
  */
-export function stackConfigFileProblems(p: Pipeline, environment: string, repoRoot: string): string[] {
-  const file = stackConfigFile(p, environment);
+export function stackConfigFileProblems(
+  p: Pick<ParsedPipeline, "environments">,
+  program: Pick<ProgramDeclaration, "name" | "dir">,
+  environment: string,
+  repoRoot: string,
+): string[] {
+  const file = stackConfigFile(p, program, environment);
   const full = path.join(repoRoot, file);
   if (!fs.lstatSync(full, { throwIfNoEntry: false })?.isFile()) {
     return [
-      `environments.${environment}: ${file} is missing; each environment's stack config lives beside the promoted program in Pulumi.<pulumiStack>.yaml ("config: {}" if it needs none)`,
+      `programs.${program.name}: ${file} is missing; each program has its stack config for environment "${environment}" in its folder, as Pulumi.<pulumiStack>.yaml ("config: {}" if it needs none)`,
     ];
   }
   let doc: unknown;
@@ -109,7 +118,7 @@ export function stackConfigFileProblems(p: Pipeline, environment: string, repoRo
   return [...problems, ...stackConfigProblems(config, `${file}: config`)];
 }
 
-export function environmentProblems(p: Pipeline, repoRoot: string): string[] {
+export function environmentProblems(p: ParsedPipeline, repoRoot: string): string[] {
   const problems: string[] = [];
   const byStack = new Map<string, string>();
   const used = new Set(environmentStages(p).map((s) => s.environment));
@@ -120,14 +129,21 @@ export function environmentProblems(p: Pipeline, repoRoot: string): string[] {
         `environments.${name}.pulumiStack: "${env.pulumiStack}" is also environment "${other}"'s stack; each environment needs its own Pulumi stack`,
       );
     } else byStack.set(env.pulumiStack, name);
-    // An environment no stage uses is reported as such (unusedEnvironmentProblems), not for its file.
-    if (used.has(name)) problems.push(...stackConfigFileProblems(p, name, repoRoot));
+    // An environment no stage uses is reported as such (unusedEnvironmentProblems), not for its files.
+    if (used.has(name))
+      for (const x of p.programs)
+        if (programFolderExists(x.dir, repoRoot))
+          problems.push(...stackConfigFileProblems(p, x, name, repoRoot));
   }
   return problems;
 }
 
+/** Whether a program's folder holds a Pulumi.yaml; check-programs.ts says what is wrong when it does not. */
+const programFolderExists = (dir: string, repoRoot: string) =>
+  !relativeDirProblem(dir) && fs.existsSync(path.join(repoRoot, normalDir(dir), "Pulumi.yaml"));
+
 /** Why a repository-relative directory is not one this pipeline may use, if it is not. */
-function relativeDirProblem(dir: string): string | undefined {
+export function relativeDirProblem(dir: string): string | undefined {
   if (dir.includes("\\") || path.posix.isAbsolute(dir) || path.win32.isAbsolute(dir))
     return `"${dir}" is not a relative path; allowed: a folder of the repository such as "stacks", with "/" separators`;
   if (dir.split("/").includes(".."))
@@ -142,7 +158,7 @@ function relativeDirProblem(dir: string): string | undefined {
  * Resolves symlinks in the longest existing prefix of `dir`: where a write there would really land.
  * Undefined for a broken or looping symlink on the way, where nobody can tell.
  */
-function realLocation(dir: string): string | undefined {
+export function realLocation(dir: string): string | undefined {
   let existing = dir;
   const rest: string[] = [];
   while (!fs.lstatSync(existing, { throwIfNoEntry: false })) {
@@ -164,7 +180,7 @@ function realLocation(dir: string): string | undefined {
 const brokenLink = (at: string, dir: string) =>
   `${at}: "${dir}" goes through a broken or looping symlink; allowed: a real folder of the repository`;
 
-const inside = (root: string, target: string) => {
+export const inside = (root: string, target: string) => {
   const rel = path.relative(root, target);
   return rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 };
@@ -174,7 +190,7 @@ const inside = (root: string, target: string) => {
  * inside the repository, be neither a reserved folder nor inside one, not be the program's folder, and hold no
  * Pulumi project. `npm run stacks` writes and deletes there, so these hold for it as for the pipeline.
  */
-export function stacksDirProblems(dir: string, programDir: string, repoRoot = defaultRepoRoot): string[] {
+export function stacksDirProblems(dir: string, programDirs: string[], repoRoot = defaultRepoRoot): string[] {
   const at = "stacks.dir";
   const relative = relativeDirProblem(dir);
   if (relative) return [`${at}: ${relative}`];
@@ -194,35 +210,20 @@ export function stacksDirProblems(dir: string, programDir: string, repoRoot = de
     return [
       `${at}: "${dir}" is ${realRelative.length === 1 ? "" : "inside "}the repository's ${reserved}/ folder; allowed: a folder of its own such as "stacks" (not ${RESERVED_FOLDERS.join(", ")})`,
     ];
-  // A program at the root holds every folder; only a program in a folder of its own has one to keep out of.
-  const program = path.posix.normalize(programDir).replace(/\/$/, "");
-  const realProgram = realLocation(path.join(repoRoot, program)) ?? "";
-  if (program !== "." && realProgram && inside(realProgram, real))
-    return [
-      `${at}: "${dir}" is ${real === realProgram ? "" : "inside "}the promoted program's folder (source.programDir); allowed: a folder of its own`,
-    ];
+  for (const programDir of programDirs) {
+    const program = normalDir(programDir);
+    const realProgram = realLocation(path.join(repoRoot, program)) ?? "";
+    // The root holds every folder (and is refused as a program's folder); only a folder of its own counts.
+    if (program !== "." && realProgram && inside(realProgram, real))
+      return [
+        `${at}: "${dir}" is ${real === realProgram ? "" : "inside "}the promoted program's folder ${program} (programs[].dir); allowed: a folder of its own`,
+      ];
+  }
   for (let d = real; inside(root, d) && d !== root; d = path.dirname(d)) {
     if (["Pulumi.yaml", "Pulumi.yml"].some((f) => fs.existsSync(path.join(d, f))))
       return [
         `${at}: "${dir}" is ${d === real ? "" : "inside "}a Pulumi project (${path.relative(root, d)}/Pulumi.yaml); allowed: a folder that holds only the generated Stack manifests`,
       ];
   }
-  return [];
-}
-
-/** `source.programDir`: a folder of the repository, symlinks included, holding the promoted Pulumi.yaml. */
-export function programDirProblems(programDir: string, repoRoot = defaultRepoRoot): string[] {
-  const at = "source.programDir";
-  const relative = relativeDirProblem(programDir);
-  if (relative) return [`${at}: ${relative}`];
-  const root = fs.realpathSync(repoRoot);
-  const real = realLocation(path.join(repoRoot, programDir));
-  if (real === undefined) return [brokenLink(at, programDir)];
-  if (!inside(root, real))
-    return [`${at}: "${programDir}" resolves to ${real}, outside the repository (through a symlink)`];
-  if (!fs.existsSync(path.join(real, "Pulumi.yaml")))
-    return [
-      `${at}: "${programDir}" holds no Pulumi.yaml; allowed: the repository folder of the promoted program ("." for the root)`,
-    ];
   return [];
 }

@@ -3,10 +3,10 @@
 // a destructive change on. Each returns `stage "<name>": ...` or `environment "<name>": ...` problems.
 import { ancestors } from "./graph";
 import { names } from "./names";
-import { isProtected, type EnvironmentStage, type Pipeline, type Stage } from "./schema";
+import { isProtected, type EnvironmentStage, type ParsedPipeline, type Stage } from "./schema";
 
 /** An environment no stage uses is a typo or a leftover; reported with the graph checks. */
-export function unusedEnvironmentProblems(p: Pipeline): string[] {
+export function unusedEnvironmentProblems(p: ParsedPipeline): string[] {
   const used = new Set(
     p.stages.filter((s): s is EnvironmentStage => s.kind !== "gate").map((s) => s.environment),
   );
@@ -31,7 +31,7 @@ const reservedStageNames = (): ReadonlyMap<string, string> =>
     [names.verificationScript, "the verification script ConfigMap's name"],
   ]);
 
-export function stageProblems(p: Pipeline): string[] {
+export function stageProblems(p: ParsedPipeline): string[] {
   const problems: string[] = [];
   const reserved = reservedStageNames();
   for (const s of p.stages) {
@@ -71,7 +71,7 @@ export function orderProblems(stages: Stage[]): string[] {
  * A protected environment needs a preview that can stop a destructive change, and someone who may let it
  * through. Run on a pipeline with no other problem, where each environment has its update stage.
  */
-export function destructiveChangeProblems(pipeline: Pipeline): string[] {
+export function destructiveChangeProblems(pipeline: ParsedPipeline): string[] {
   const problems: string[] = [];
   for (const [name, env] of Object.entries(pipeline.environments)) {
     if (!isProtected(env)) continue;

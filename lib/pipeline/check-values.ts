@@ -4,7 +4,7 @@
 import { Region } from "@pulumi/aws/types/enums";
 import { isReservedNamespace, reservedNamespaces } from "../namespaces";
 import { stageBranchPrefix } from "./names";
-import { PULUMI_CLOUD_API, type Pipeline } from "./schema";
+import { PULUMI_CLOUD_API, type ParsedPipeline, type Pipeline } from "./schema";
 
 const DURATION_UNITS = { s: 1, m: 60, h: 3600 } as const;
 const durationSeconds = (d: string) =>
@@ -123,8 +123,8 @@ export function imageProblems(image: string, at: string, example: { name: string
   return [];
 }
 
-export const workspaceImageProblems = (image: string) =>
-  imageProblems(image, "stacks.workspaceImage", { name: "pulumi/pulumi", tag: "3.270.0-nonroot" });
+export const workspaceImageProblems = (image: string, at: string) =>
+  imageProblems(image, at, { name: "pulumi/pulumi", tag: "3.270.0-nonroot" });
 
 /** The verification Jobs' image: a Node official image, which runs the script as its `node` user (uid 1000). */
 export const verificationImageProblems = (image: string) =>
@@ -183,7 +183,7 @@ function badConfigValue(value: unknown, depth = 0): string | undefined {
  * deleting the Project deletes it), and the stacks namespace is cluster-setup's: the same rule cluster-setup
  * applies to its stacksNamespace (the cluster's own `default` and `kube-*`, every add-on's, Kargo's).
  */
-export function namespaceProblems(p: Pipeline): string[] {
+export function namespaceProblems(p: ParsedPipeline): string[] {
   const reserved = isReservedNamespace;
   const allowed = `allowed: a namespace of its own, not the cluster's or an add-on's (${reservedNamespaces.join(", ")}, kube-*)`;
   const problems: string[] = [];

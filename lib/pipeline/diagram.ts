@@ -3,25 +3,30 @@ import * as path from "node:path";
 import { replaceBetweenMarkers } from "../markdown";
 import { stageBranch } from "./names";
 import { freightPaths } from "./promotion";
-import { topologicalOrder, upstreamOf } from "./graph";
+import { runStages, upstreamOf } from "./graph";
+import { programOf } from "./stack-manifest";
 import type { Pipeline } from "./schema";
 
 const id = (name: string) => name.replace(/[^A-Za-z0-9]/g, "_");
 
-/** The pipeline as a Mermaid flowchart: gates as hexagons, each environment stage with what it runs. */
+/**
+ * The pipeline as a Mermaid flowchart: gates as hexagons, each program stage with what it runs, and each
+ * join (every program of an environment stage done) as a circle.
+ */
 export function pipelineMermaid(p: Pipeline): string {
   const lines = [
     "flowchart TD",
     `  warehouse[("Warehouse: ${freightPaths(p).join(", ")} on ${p.source.branch}")]`,
   ];
-  for (const s of topologicalOrder(p.stages)) {
+  for (const s of runStages(p)) {
     if (s.kind === "gate") {
       lines.push(`  ${id(s.name)}{{"${s.name}<br/>approved by ${s.approvers.join(", ")}"}}`);
+    } else if (s.kind === "join") {
+      lines.push(`  ${id(s.name)}(("${s.name}<br/>every program"))`);
     } else {
       const command = s.kind === "preview" ? "pulumi preview" : "pulumi up";
-      lines.push(
-        `  ${id(s.name)}["${s.name}<br/>${command} ${p.environments[s.environment]!.pulumiStack}<br/>branch ${stageBranch(s.name)}"]`,
-      );
+      const stack = `${programOf(p, s.program).project}/${p.environments[s.environment]!.pulumiStack}`;
+      lines.push(`  ${id(s.name)}["${s.name}<br/>${command} ${stack}<br/>branch ${stageBranch(s.name)}"]`);
     }
     const upstream = upstreamOf(s);
     if (upstream.length === 0) lines.push(`  warehouse --> ${id(s.name)}`);

@@ -35,15 +35,21 @@ export const stageBranch = (stageName: string) => `${stageBranchPrefix}${stageNa
 /** The Stack manifest's file name, in `stacks/` on main (the template) and on the stage's branch. */
 export const stackManifestFile = (stageName: string) => `${stageName}.yaml`;
 
-/** The environment's Pulumi stack config file, beside the promoted program, moved by the same Freight. */
-export const stackConfigFile = (p: Pipeline, environment: string) =>
-  path.posix.join(p.source.programDir, `Pulumi.${p.environments[environment]!.pulumiStack}.yaml`);
+/** A program's stack config file for an environment, in the program's folder, moved by the same Freight. */
+export const stackConfigFile = (
+  p: Pick<Pipeline, "environments">,
+  program: { dir: string },
+  environment: string,
+) => path.posix.join(normalDir(program.dir), `Pulumi.${p.environments[environment]!.pulumiStack}.yaml`);
 
-/** Name of the PKO Stack (and of the Argo CD Application and `stacks/` manifest) of a stage. */
+/** A repository-relative folder as the pipeline writes it: normalized, without a trailing "/". */
+export const normalDir = (dir: string) => path.posix.normalize(dir).replace(/(.)\/$/, "$1");
+
+/** Name of the PKO Stack (and of the Argo CD Application and `stacks/` manifest) of a program's stage. */
 export const stackObjectName = (pipeline: Pick<Pipeline, "project">, stageName: string) =>
   `${pipeline.project}-${stageName}`;
 
-/** The PersistentVolumeClaim a stage's workspace keeps its Pulumi plugins on, in the stacks namespace. */
+/** The PersistentVolumeClaim a program stage's workspace keeps its Pulumi plugins on, in the stacks namespace. */
 export const pluginCacheClaimName = (pipeline: Pick<Pipeline, "project">, stageName: string) =>
   `${stackObjectName(pipeline, stageName)}-plugins`;
 

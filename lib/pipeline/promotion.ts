@@ -3,10 +3,11 @@
 // manifest to its own branch. Pure functions over the definition; the kargo program registers them.
 import { createHash } from "node:crypto";
 import type * as kargo from "../crds/generated/kargo";
-import { environmentStages, isGate, upstreamOf } from "./graph";
-import { names, stackConfigFile, stackManifestFile, stageBranch, stageBranchFile } from "./names";
-import type { Pipeline, Stage } from "./schema";
+import { isProgramStage, programStages, runStages, upstreamOf, type RunStage } from "./graph";
+import { names, stackManifestFile, stageBranch, stageBranchFile } from "./names";
+import type { Pipeline } from "./schema";
 import { analysisTemplateName } from "./verification";
+import { programOf } from "./stack-manifest";
 
 /**
  * Kargo turns an expression result that parses as a number (or bool, or JSON) into one, so an all-digit
@@ -17,7 +18,7 @@ export const quoted = (expression: string) => `\${{ quote(${expression}) }}`;
 
 const freightCommit = (p: Pipeline) => quoted(`commitFrom("${p.source.repoURL}").ID`);
 
-function requestedFreight(s: Stage): kargo.StageSpec["requestedFreight"] {
+function requestedFreight(s: RunStage): kargo.StageSpec["requestedFreight"] {
   const sources: kargo.StageSpec["requestedFreight"][number]["sources"] =
     s.from === "warehouse"
       ? { direct: true }
@@ -26,13 +27,13 @@ function requestedFreight(s: Stage): kargo.StageSpec["requestedFreight"] {
 }
 
 /**
- * Every path whose change must become Freight: the program's files, each environment's stack config beside
- * it, and the Stack manifest templates. What a stage runs moves as one, through every gate. A plain entry
- * matches that path and everything under it (akuity/kargo v1.11.2 pkg/pattern/matcher.go, BaseDirMatcher).
+ * Every path whose change must become Freight: each program's folder (its code, lock file and every
+ * environment's stack config) and extra paths, and the Stack manifest templates. What a stage runs moves
+ * as one commit, through every gate. A plain entry matches that path and everything under it
+ * (akuity/kargo v1.11.2 pkg/pattern/matcher.go, BaseDirMatcher).
  */
 export function freightPaths(p: Pipeline): string[] {
-  const configs = Object.keys(p.environments).map((env) => stackConfigFile(p, env));
-  return [...new Set([...p.source.includePaths, ...configs, p.stacks.dir])];
+  return [...new Set([...p.programs.flatMap((x) => [x.dir, ...x.includePaths]), p.stacks.dir])];
 }
 
 export function warehouseSpec(p: Pipeline): kargo.WarehouseSpec {
@@ -54,15 +55,15 @@ export function warehouseSpec(p: Pipeline): kargo.WarehouseSpec {
 }
 
 /**
- * Every environment stage promotes itself; a gate never does, so only an approver moves Freight into it. A
- * GitHub push webhook makes the Warehouse look for Freight at once (its polling stays as the fallback).
+ * Every program stage promotes itself; a gate never does, so only an approver moves Freight into it. A join
+ * has no promotions at all (Kargo turns its auto-promotion off). A GitHub push webhook makes the Warehouse
+ * look for Freight at once (its polling stays as the fallback).
  */
 export function projectConfigSpec(p: Pipeline): kargo.ProjectConfigSpec {
   return {
-    promotionPolicies: p.stages.map((s) => ({
-      stageSelector: { name: s.name },
-      autoPromotionEnabled: !isGate(s),
-    })),
+    promotionPolicies: runStages(p)
+      .filter((s) => s.kind !== "join")
+      .map((s) => ({ stageSelector: { name: s.name }, autoPromotionEnabled: isProgramStage(s) })),
     webhookReceivers: [{ name: names.webhookReceiver, github: { secretRef: { name: names.webhookSecret } } }],
     stageLinks: stageLinks(p),
     freightLinks: freightLinks(p),
@@ -70,21 +71,24 @@ export function projectConfigSpec(p: Pipeline): kargo.ProjectConfigSpec {
 }
 
 /**
- * In the Kargo UI, each environment's preview and update stages link to its stack in Pulumi Cloud. Kargo
- * evaluates `if` with expr-lang and `url` as a Go text/template, both over `{stage: <the Stage>}`
- * (akuity/kargo v1.11.2 pkg/deeplinks/deeplinks.go).
+ * In the Kargo UI, each program's preview and update stages of an environment link to its stack in Pulumi
+ * Cloud. Kargo evaluates `if` with expr-lang and `url` as a Go text/template, both over
+ * `{stage: <the Stage>}` (akuity/kargo v1.11.2 pkg/deeplinks/deeplinks.go).
  */
 export function stageLinks(p: Pipeline): kargo.ProjectConfigSpec["stageLinks"] {
   // Every environment has a stage: validation refuses one that no stage uses.
-  return Object.entries(p.environments).map(([environment, env]) => {
-    const stages = environmentStages(p).filter((s) => s.environment === environment);
-    return {
-      title: `Pulumi stack ${env.pulumiStack}`,
-      description: `Previews and updates of ${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack} in Pulumi Cloud`,
-      url: `${p.pulumi.consoleUrl}/${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
-      if: `stage.metadata.name in [${stages.map((s) => JSON.stringify(s.name)).join(", ")}]`,
-    };
-  });
+  return p.programs.flatMap((x) =>
+    Object.entries(p.environments).map(([environment, env]) => {
+      const stages = programStages(p).filter((s) => s.environment === environment && s.program === x.name);
+      const stack = `${p.pulumi.organization}/${x.project}/${env.pulumiStack}`;
+      return {
+        title: `Pulumi stack ${x.project}/${env.pulumiStack}`,
+        description: `Previews and updates of ${stack} in Pulumi Cloud`,
+        url: `${p.pulumi.consoleUrl}/${stack}`,
+        if: `stage.metadata.name in [${stages.map((s) => JSON.stringify(s.name)).join(", ")}]`,
+      };
+    }),
+  );
 }
 
 /** Freight links to its commit, on the repository's web page (`/commit/<id>`, as GitHub serves it). */
@@ -206,8 +210,10 @@ const approvalsAppended = (key: string) =>
   JSON.stringify(key) +
   ']; type(prev) == "array" ? prev : prev == nil ? [] : [prev]), [ctx.meta.promotion.actor]) }}';
 
-export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
-  if (isGate(s)) {
+export function stageSpec(p: Pipeline, s: RunStage): kargo.StageSpec {
+  // A join runs nothing: Kargo verifies Freight there once it is verified in every program's stage.
+  if (s.kind === "join") return { requestedFreight: requestedFreight(s) };
+  if (s.kind === "gate") {
     return {
       requestedFreight: requestedFreight(s),
       // Records on the Freight who let it through this gate: every approval, in order. set-metadata replaces
@@ -240,6 +246,7 @@ export function stageSpec(p: Pipeline, s: Stage): kargo.StageSpec {
     verification: {
       analysisTemplates: [{ kind: "AnalysisTemplate", name: analysisTemplateName(p, s) }],
       args: [
+        { name: "project", value: programOf(p, s.program).project },
         { name: "stack", value: p.environments[s.environment]!.pulumiStack },
         { name: "commit", value: freightCommit(p) },
       ],

@@ -1,7 +1,7 @@
 // Who may move Freight by hand: per gate, the ServiceAccount its approver groups map to; per protected
 // environment, the one its destructive-change approvers map to; and every approver group, for Kargo's
 // cluster-level read. Each with exactly the verbs Kargo's API checks.
-import { environmentStages, isGate } from "./graph";
+import { environmentStages, isGate, programStages } from "./graph";
 import { isProtected, type Pipeline } from "./schema";
 
 export interface ApproverRole {
@@ -16,11 +16,11 @@ const claimMappedAccount = (name: string, groups: string[]) => ({
   annotations: { "rbac.kargo.akuity.io/claims": JSON.stringify({ "cognito:groups": groups }) },
 });
 
-/** Kargo's custom verb for promoting into (and approving Freight for) one Stage. */
-const promoteOn = (stage: string) => ({
+/** Kargo's custom verb for promoting into (and approving Freight for) these Stages. */
+const promoteOn = (...stages: string[]) => ({
   apiGroups: ["kargo.akuity.io"],
   resources: ["stages"],
-  resourceNames: [stage],
+  resourceNames: stages,
   verbs: ["promote"],
 });
 
@@ -57,15 +57,17 @@ export const approverGroups = (p: Pipeline): string[] =>
 
 export interface DestructiveChangeApproverRole {
   environment: string;
-  /** The update stage whose Freight they may approve. */
+  /** The definition's update stage of the environment. */
   stage: string;
+  /** Its Kargo stages, one per program, whose Freight they may approve. */
+  stages: string[];
   serviceAccount: { name: string; annotations: Record<string, string> };
   rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
 }
 
 /**
  * Per protected environment: a ServiceAccount Kargo maps the destructive-change approver groups to, with
- * exactly what Kargo's manual approval of Freight for the environment's update stage checks
+ * exactly what Kargo's manual approval of Freight for the environment's update stages (one per program) checks
  * (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): `promote` on that Stage, and `patch` on
  * `freights/status`, which the API server writes as the user (pkg/server/kubernetes/client.go). Freight names
  * are generated, so the second cannot name them; Kargo's API reaches it only through an approval, which
@@ -76,16 +78,20 @@ export function destructiveChangeApproverRoles(p: Pipeline): DestructiveChangeAp
     const update = environmentStages(p).find((s) => s.kind === "update" && s.environment === environment);
     // A protected environment with an update stage and no approvers is refused (destructiveChangeProblems).
     if (!update || !isProtected(env)) return [];
+    const stages = programStages(p)
+      .filter((s) => s.declared === update.name)
+      .map((s) => s.name);
     return [
       {
         environment,
         stage: update.name,
+        stages,
         serviceAccount: claimMappedAccount(
           `destructive-approver-${update.name}`,
           env.destructiveChangeApprovers,
         ),
         rules: [
-          promoteOn(update.name),
+          promoteOn(...stages),
           { apiGroups: ["kargo.akuity.io"], resources: ["freights/status"], verbs: ["patch"] },
         ],
       },

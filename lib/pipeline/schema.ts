@@ -16,12 +16,97 @@ const PLUGIN_CACHE_GIB_ALLOWED =
 /** The Node official image verification Jobs run in, at an exact version. */
 export const VERIFICATION_IMAGE = "node:22.20.0-alpine3.22";
 
+/**
+ * Each runtime's default workspace image: the smallest official Pulumi image that holds its toolchain
+ * (pulumi/pulumi-docker-containers: docker/base, docker/nodejs, docker/python, docker/go), at the CLI
+ * version the platform pins. pulumi-base bundles the CLI's language hosts, YAML's among them. Versioned
+ * names pin the language too (Node.js 22, Python 3.13); pulumi-go has one Go. None has a uid-1000 home
+ * but node's, so the workspace's HOME is a volume of the pod (stack-manifest.ts).
+ */
+export const WORKSPACE_IMAGES: Readonly<Record<string, string>> = {
+  yaml: "pulumi/pulumi-base:3.270.0",
+  nodejs: "pulumi/pulumi-nodejs-22:3.270.0",
+  python: "pulumi/pulumi-python-3.13:3.270.0",
+  go: "pulumi/pulumi-go:3.270.0",
+};
+
 export const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 const quantity = z
   .string()
   .regex(/^\d+(m|Mi|Gi)?$/, 'must be a Kubernetes quantity such as "250m" or "640Mi"');
 const duration = z.string().regex(/^\d+(s|m|h)$/, 'must be a duration such as "10s", "5m" or "1h"');
+
+const workspaceResources = z.strictObject({
+  requests: z.strictObject({ cpu: quantity, memory: quantity }),
+  limits: z.strictObject({ memory: quantity }),
+});
+
+/** One IAM policy statement, as AWS reads it. */
+export interface PolicyStatement {
+  Sid?: string;
+  Effect: "Allow" | "Deny";
+  Action: string | string[];
+  Resource: string | string[];
+  Condition?: Record<string, Record<string, string | string[]>>;
+}
+
+/** What a program's permissions are computed from: where it runs, and the projects of every program. */
+export interface AccessScope {
+  /** The AWS partition ("aws", "aws-us-gov", ...). */
+  partition: string;
+  /** The program's own Pulumi project (from its Pulumi.yaml). */
+  project: string;
+  /** Every program's Pulumi project, by program name. */
+  projects: Readonly<Record<string, string>>;
+  /** For `update`: the environment's Pulumi stack. For `preview`: every environment's. */
+  pulumiStacks: readonly string[];
+}
+
+/**
+ * The AWS permissions a program's stacks run with: `update` for each environment's identity (scope: that
+ * environment's stack), `preview` for the read-only identity every preview runs under (scope: every
+ * environment's stack), which must change nothing.
+ */
+export interface ProgramAccess {
+  update: (scope: AccessScope) => PolicyStatement[];
+  preview: (scope: AccessScope) => PolicyStatement[];
+}
+
+const access = z.custom<ProgramAccess>(
+  (v) =>
+    typeof v === "object" &&
+    v !== null &&
+    typeof (v as ProgramAccess).update === "function" &&
+    typeof (v as ProgramAccess).preview === "function",
+  "must be { update: (scope) => statements, preview: (scope) => statements }",
+);
+
+/** Longest program name: it becomes part of each of its stages' names and PKO Stacks. */
+export const MAX_PROGRAM_NAME = 20;
+
+const program = z.strictObject({
+  /** Names the program's Kargo stages (`<stage>-<name>`), PKO Stacks and dependencies. */
+  name: z
+    .string()
+    .regex(dnsLabel, "must be a DNS label (lower-case letters, digits and '-')")
+    .max(MAX_PROGRAM_NAME, `must be at most ${MAX_PROGRAM_NAME} characters`),
+  /**
+   * Its folder in the repository, holding its Pulumi.yaml (the project name and runtime come from there) and
+   * one Pulumi.<pulumiStack>.yaml per environment. The whole folder becomes Freight.
+   */
+  dir: z.string().min(1, 'must be the program\'s folder, such as "programs/network"'),
+  /** Programs whose update in the same environment must have reached the Freight's commit before this one runs. */
+  dependsOn: z.array(z.string()).default([]),
+  /** Its workspace image; by default the pinned official Pulumi image for its runtime (check-programs.ts). */
+  workspaceImage: z.string().min(1, "must be an image with a pinned tag or digest").optional(),
+  /** Its workspace pods' resources; by default stacks.workspaceResources. */
+  resources: workspaceResources.optional(),
+  /** Files outside its folder whose changes must also become Freight (a shared library, say). */
+  includePaths: z.array(z.string().min(1)).default([]),
+  /** Its AWS permissions per environment and for previews; none without it. */
+  aws: access.optional(),
+});
 
 const environment = z.strictObject({
   /** Pulumi stack of the promoted program this environment deploys (`<org>/<project>/<pulumiStack>`). */
@@ -61,20 +146,22 @@ const stage = z.discriminatedUnion("kind", [
 export const pipelineSchema = z.strictObject({
   /** Kargo project, and so the namespace its objects live in. */
   project: z.string().regex(dnsLabel, "must be a DNS label"),
-  /** The promoted program's repository: the Warehouse subscribes to `branch`; promotions push only `stage/*`. */
+  /** The repository of the promoted programs: the Warehouse subscribes to `branch`; promotions push only `stage/*`. */
   source: z.strictObject({
     repoURL: z.string().regex(/^https:\/\/[^\s/@]+\/\S+$/, "must be an HTTPS git URL"),
     branch: z.string().min(1, 'must name the branch people merge to, such as "main"'),
-    /** Folder of the promoted program in the repository ("." for the root). */
-    programDir: z.string().default("."),
-    /** Files whose changes become Freight: exactly the promoted program's. */
-    includePaths: z.array(z.string().min(1)).min(1, "must list the promoted program's files"),
+    /** Files under the programs' folders whose changes never become Freight (none a stage runs). */
     excludePaths: z.array(z.string().min(1)).default([]),
   }),
-  /** Where the promoted program's stacks live in Pulumi Cloud. */
+  /**
+   * The promoted programs, each a Pulumi project in a folder of its own. A Freight is one commit of the
+   * repository; every environment stage runs every program, each only after the programs it depends on have
+   * been updated to that commit in the same environment.
+   */
+  programs: z.array(program).min(1, "must list at least one promoted program"),
+  /** Where the programs' stacks live in Pulumi Cloud: `<organization>/<program's project>/<pulumiStack>`. */
   pulumi: z.strictObject({
     organization: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi organization name"),
-    project: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi project name"),
     /**
      * Pulumi Cloud's API, which verification sends the Pulumi access token to on every measurement. Only
      * Pulumi Cloud's own address is accepted here (check-values.ts); a self-hosted one goes in selfHostedApiUrl.
@@ -100,16 +187,12 @@ export const pipelineSchema = z.strictObject({
     serviceAccountName: z.string().regex(dnsLabel, "must be a DNS label"),
     accessTokenSecret: z.string().regex(dnsLabel, "must be a DNS label"),
     gitCredentialsSecret: z.string().regex(dnsLabel, "must be a DNS label"),
-    /** Pinned workspace image (the Pulumi CLI the operator runs): a version tag or a digest, checked by check-values.ts. */
-    workspaceImage: z.string().min(1, "must be an image with a pinned tag or digest"),
     /**
-     * Each workspace pod (`pulumi preview`/`up` with the program's providers). PKO defaults to 100m/64Mi and
-     * caps its agent's memory at the request, far too little for the AWS provider.
+     * Each workspace pod (`pulumi preview`/`up` with the program's providers), unless the program sets its
+     * own. PKO defaults to 100m/64Mi and caps its agent's memory at the request, far too little for the AWS
+     * provider.
      */
-    workspaceResources: z.strictObject({
-      requests: z.strictObject({ cpu: quantity, memory: quantity }),
-      limits: z.strictObject({ memory: quantity }),
-    }),
+    workspaceResources,
     /**
      * Size of the volume each environment stage's workspace keeps its Pulumi plugins on, across runs; 0 for
      * none (every run downloads them). The AWS provider takes about 0.7 GB unpacked, and a provider upgrade
@@ -147,7 +230,23 @@ export const pipelineSchema = z.strictObject({
 });
 
 export type PipelineInput = z.input<typeof pipelineSchema>;
-export type Pipeline = z.output<typeof pipelineSchema>;
+/** A pipeline definition as the schema reads it, before the programs' own Pulumi.yaml files are read. */
+export type ParsedPipeline = z.output<typeof pipelineSchema>;
+export type ProgramDeclaration = ParsedPipeline["programs"][number];
+export type WorkspaceResources = z.output<typeof workspaceResources>;
+
+/** A promoted program with what its Pulumi.yaml says and the defaults applied (validatePipeline fills them in). */
+export interface Program extends Omit<ProgramDeclaration, "workspaceImage" | "resources"> {
+  /** `name` in its Pulumi.yaml. */
+  project: string;
+  /** `runtime` (or `runtime.name`) in its Pulumi.yaml. */
+  runtime: string;
+  workspaceImage: string;
+  resources: WorkspaceResources;
+}
+
+/** A validated pipeline: the definition with defaults, and each program resolved from its Pulumi.yaml. */
+export type Pipeline = Omit<ParsedPipeline, "programs"> & { programs: Program[] };
 export type Stage = Pipeline["stages"][number];
 export type GateStage = Extract<Stage, { kind: "gate" }>;
 export type EnvironmentStage = Exclude<Stage, GateStage>;

@@ -3,12 +3,17 @@
 // that syncs it from the stage's branch.
 import type * as argocd from "../crds/generated/argocd";
 import type * as pko from "../crds/generated/pko";
+import type { ProgramStage } from "./graph";
 import { pluginCacheClaimName, stackManifestFile, stackObjectName, stageBranch } from "./names";
-import type { EnvironmentStage, Pipeline } from "./schema";
+import type { Pipeline, Program } from "./schema";
+
+/** The program a program stage runs (validation makes sure it exists). */
+export const programOf = (p: Pick<Pipeline, "programs">, name: string): Program =>
+  p.programs.find((x) => x.name === name)!;
 
 export function applicationSpec(
   p: Pipeline,
-  s: EnvironmentStage,
+  s: ProgramStage,
   deploy: { argocdProject: string },
 ): argocd.ApplicationSpec {
   return {
@@ -32,20 +37,21 @@ export function applicationSpec(
  * PKO runs the workspace pod as it (pulumi-kubernetes-operator v2.9.0,
  * operator/internal/controller/pulumi/stack_controller.go), so it carries the stage's IRSA role.
  */
-export function stackServiceAccount(p: Pipeline, s: EnvironmentStage): string {
+export function stackServiceAccount(p: Pipeline, s: ProgramStage): string {
   return `${p.stacks.serviceAccountName}-${s.kind === "preview" ? "preview" : s.environment}`;
 }
 
 /**
- * The PKO Stack manifest template of an environment stage, committed to `stacks/<stage>.yaml` on main. A
+ * The PKO Stack manifest template of a program stage, committed to `stacks/<stage>.yaml` on main. A
  * promotion copies it from the Freight's commit to the stage's branch and sets `spec.commit` there.
  */
-export function stackManifest(p: Pipeline, s: EnvironmentStage) {
+export function stackManifest(p: Pipeline, s: ProgramStage) {
   const env = p.environments[s.environment]!;
+  const program = programOf(p, s.program);
   const spec: pko.StackSpec = {
-    stack: `${p.pulumi.organization}/${p.pulumi.project}/${env.pulumiStack}`,
+    stack: `${p.pulumi.organization}/${program.project}/${env.pulumiStack}`,
     projectRepo: p.source.repoURL,
-    repoDir: p.source.programDir,
+    repoDir: program.dir,
     // The scalar the promotion's yaml-update replaces: Kargo's yaml-update only rewrites a key that exists, a
     // missing one fails the promotion (akuity/kargo v1.11.2 pkg/yaml/yaml.go, findScalarNode). Empty, PKO
     // refuses to run the template as it stands (pulumi-kubernetes-operator v2.9.0
@@ -74,15 +80,16 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
     workspaceReclaimPolicy: "Delete",
     workspaceTemplate: {
       spec: {
-        image: p.stacks.workspaceImage,
+        image: program.workspaceImage,
         securityProfile: "restricted",
         // PKO's agent caps its own memory at the request (v2.9.0 workspace_controller.go AGENT_MEMLIMIT).
-        resources: p.stacks.workspaceResources,
+        resources: program.resources,
         // The restricted profile runs as uid 1000 (PKO v2.9.0 workspace_controller.go), which has no home
-        // directory in pulumi-base; PULUMI_HOME is a volume of the pod instead. pulumi-base has no -nonroot
-        // variant (only the ~2 GB pulumi/pulumi has, pulumi/pulumi-docker-containers docker/pulumi/Dockerfile),
-        // so this is what lets the ~200 MB image run non-root.
-        env: [{ name: "PULUMI_HOME", value: WORKSPACE_PULUMI_HOME }],
+        // directory in the language images but node's; PULUMI_HOME, and HOME for the runtime's own tools
+        // (npm, uv, go), are a volume of the pod instead. Only the ~2 GB pulumi/pulumi has a -nonroot variant
+        // (pulumi/pulumi-docker-containers docker/pulumi/Dockerfile), so this is what lets the 200-300 MB
+        // images run non-root. PKO's `pulumi install` runs before every operation, with the lock file.
+        env: workspaceEnv(program.runtime),
         podTemplate: workspacePodTemplate(p, s),
       },
     },
@@ -93,7 +100,11 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
     metadata: {
       name: stackObjectName(p, s.name),
       namespace: p.stacks.namespace,
-      labels: { "app.kubernetes.io/part-of": p.project, "app.kubernetes.io/instance": s.name },
+      labels: {
+        "app.kubernetes.io/part-of": p.project,
+        "app.kubernetes.io/instance": s.name,
+        "app.kubernetes.io/name": program.name,
+      },
       // Argo CD never deletes a Stack (which could run a destroy): not when pruning, not with its Application.
       annotations: { "argocd.argoproj.io/sync-options": "Prune=false,Delete=false" },
     },
@@ -103,6 +114,21 @@ export function stackManifest(p: Pipeline, s: EnvironmentStage) {
 
 /** Where the workspace's Pulumi CLI keeps its state: a pod-lived emptyDir, with only `plugins/` persistent. */
 export const WORKSPACE_PULUMI_HOME = "/pulumi-home";
+
+/** PULUMI_HOME and HOME in the pod's volume; each runtime's lock enforced where its tool can be told to. */
+export function workspaceEnv(runtime: string): { name: string; value: string }[] {
+  const env = [
+    { name: "PULUMI_HOME", value: WORKSPACE_PULUMI_HOME },
+    { name: "HOME", value: WORKSPACE_PULUMI_HOME },
+  ];
+  // pulumi-go sets GOPATH=/go, which uid 1000 cannot write (pulumi-docker-containers docker/go/Dockerfile).
+  if (runtime === "go") env.push({ name: "GOPATH", value: `${WORKSPACE_PULUMI_HOME}/go` });
+  // `uv sync` fails instead of relocking, and never downloads a Python of its own (uv's UV_LOCKED and
+  // UV_PYTHON_DOWNLOADS settings; Pulumi runs plain `uv sync`: pulumi/pulumi sdk/python/toolchain/uv.go).
+  if (runtime === "python")
+    env.push({ name: "UV_LOCKED", value: "1" }, { name: "UV_PYTHON_DOWNLOADS", value: "never" });
+  return env;
+}
 
 /** The uid and gid PKO v2.9.0's restricted profile runs every workspace container as (workspace_controller.go). */
 const RESTRICTED_PROFILE_ID = 1000;
@@ -120,7 +146,7 @@ const RESTRICTED_PROFILE_ID = 1000;
  * volume writable to the workspace (PKO sets runAsUser and runAsGroup but no fsGroup); OnRootMismatch
  * skips re-owning every plugin file on each start once the volume's root is right.
  */
-export function workspacePodTemplate(p: Pipeline, s: EnvironmentStage) {
+export function workspacePodTemplate(p: Pipeline, s: ProgramStage) {
   const cache = p.stacks.pluginCacheGiB > 0;
   return {
     spec: {
@@ -152,7 +178,7 @@ export function workspacePodTemplate(p: Pipeline, s: EnvironmentStage) {
  * next Freight previews while the last one updates). Per stage also keeps a preview's identity from writing
  * a plugin binary that the update's identity would then run.
  */
-export function pluginCacheClaim(p: Pipeline, s: EnvironmentStage, storageClassName: string) {
+export function pluginCacheClaim(p: Pipeline, s: ProgramStage, storageClassName: string) {
   return {
     metadata: {
       name: pluginCacheClaimName(p, s.name),

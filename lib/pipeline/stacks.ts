@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { defaultRepoRoot, stacksDirProblems } from "./check-repository";
-import { environmentStages } from "./graph";
+import { programStages } from "./graph";
 import { stackManifestFile, stageBranch } from "./names";
 import { stackManifest } from "./stack-manifest";
 import { PipelineError, type Pipeline } from "./schema";
@@ -34,7 +34,7 @@ export function isGenerated(file: string): boolean {
 /** File name → content of every manifest template the pipeline wants. */
 export function renderStacks(pipeline: Pipeline): Map<string, string> {
   const files = new Map<string, string>();
-  for (const stage of environmentStages(pipeline)) {
+  for (const stage of programStages(pipeline)) {
     const manifest = stackManifest(pipeline, stage);
     // Stryker disable next-line ObjectLiteral: folding changes only the layout; YAML reads a folded line back the same
     files.set(stackManifestFile(stage.name), header(stage.name) + YAML.stringify(manifest, { lineWidth: 0 }));
@@ -57,7 +57,11 @@ export interface StacksResult {
  * generate. Never deletes a file without its header.
  */
 export function writeStacks(pipeline: Pipeline, root: string = repoRoot): StacksResult {
-  const problems = stacksDirProblems(pipeline.stacks.dir, pipeline.source.programDir, root);
+  const problems = stacksDirProblems(
+    pipeline.stacks.dir,
+    pipeline.programs.map((x) => x.dir),
+    root,
+  );
   if (problems.length > 0) throw new PipelineError(problems);
   const relative = path.posix.normalize(pipeline.stacks.dir).replace(/\/$/, "");
   const dir = path.join(root, relative);
@@ -77,7 +81,11 @@ export function writeStacks(pipeline: Pipeline, root: string = repoRoot): Stacks
 
   fs.mkdirSync(dir, { recursive: true });
   // The checks above saw the folder before it existed; make sure creating it landed inside the repository.
-  const again = stacksDirProblems(pipeline.stacks.dir, pipeline.source.programDir, root);
+  const again = stacksDirProblems(
+    pipeline.stacks.dir,
+    pipeline.programs.map((x) => x.dir),
+    root,
+  );
   // Stryker disable next-line ConditionalExpression: only a symlink swapped in between the check and mkdir trips it
   if (again.length > 0) throw new PipelineError(again);
 

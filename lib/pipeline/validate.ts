@@ -1,10 +1,10 @@
 // validatePipeline: the one entry to the checks. Schema first, then every check that needs no graph order,
 // then the graph checks, then the destructive-change rules; all problems of a round are reported together,
 // as a PipelineError, before any resource is registered.
+import { programProblems } from "./check-programs";
 import {
   defaultRepoRoot,
   environmentProblems,
-  programDirProblems,
   sourcePathProblems,
   stacksDirProblems,
 } from "./check-repository";
@@ -19,10 +19,9 @@ import {
   branchProblems,
   namespaceProblems,
   verificationProblems,
-  workspaceImageProblems,
   verificationImageProblems,
 } from "./check-values";
-import { ancestors, findCycle, upstreamOf } from "./graph";
+import { ancestors, expandStages, findCycle, upstreamOf } from "./graph";
 import { stackObjectName } from "./names";
 import {
   MAX_STACK_NAME,
@@ -30,6 +29,7 @@ import {
   dnsLabel,
   pipelineSchema,
   type EnvironmentStage,
+  type ParsedPipeline,
   type Pipeline,
   type PipelineInput,
 } from "./schema";
@@ -40,16 +40,18 @@ export interface CheckOptions {
 }
 
 /** Every check above that needs no graph order, for validatePipeline's first round of problems. */
-export function inputProblems(p: Pipeline, options: CheckOptions = {}): string[] {
+export function inputProblems(p: ParsedPipeline, options: CheckOptions = {}): string[] {
   const repoRoot = options.repoRoot ?? defaultRepoRoot;
   return [
     ...namespaceProblems(p),
     ...branchProblems(p.source.branch),
-    ...programDirProblems(p.source.programDir, repoRoot),
     ...sourcePathProblems(p),
     ...apiUrlProblems(p.pulumi),
-    ...stacksDirProblems(p.stacks.dir, p.source.programDir, repoRoot),
-    ...workspaceImageProblems(p.stacks.workspaceImage),
+    ...stacksDirProblems(
+      p.stacks.dir,
+      p.programs.map((x) => x.dir),
+      repoRoot,
+    ),
     ...verificationImageProblems(p.verification.image),
     ...verificationProblems(p.verification),
     ...environmentProblems(p, repoRoot),
@@ -96,12 +98,6 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
     if (!dnsLabel.test(s.name)) {
       problems.push(`${at}: the name must be a DNS label (lower-case letters, digits and '-', at most 63)`);
     }
-    const stackName = stackObjectName(pipeline, s.name);
-    if (stackName.length > MAX_STACK_NAME) {
-      problems.push(
-        `${at}: its PKO Stack would be named "${stackName}" (${stackName.length} characters); PKO allows ${MAX_STACK_NAME}. Shorten the stage or project name`,
-      );
-    }
     for (const up of upstreamOf(s)) {
       if (!names.has(up)) problems.push(`${at}: upstream stage "${up}" does not exist`);
       if (up === s.name) problems.push(`${at}: lists itself as upstream`);
@@ -135,6 +131,8 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
     }
   }
   problems.push(...inputProblems(pipeline, options));
+  const resolved = programProblems(pipeline, options.repoRoot ?? defaultRepoRoot);
+  problems.push(...resolved.problems);
   if (problems.length > 0) throw new PipelineError(problems);
 
   // Graph checks need resolvable upstreams, so they come after the checks above.
@@ -163,7 +161,48 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
   }
   if (problems.length === 0) problems.push(...destructiveChangeProblems(pipeline));
   if (problems.length > 0) throw new PipelineError(problems);
-  return pipeline;
+  problems.push(...runStageProblems(pipeline));
+  if (problems.length > 0) throw new PipelineError(problems);
+  return { ...pipeline, programs: resolved.programs };
+}
+
+/**
+ * The Kargo stages the programs make of the definition's stages: their names must be free and short enough
+ * for a PKO Stack, and the programs' dependencies must fit the stages' order.
+ */
+function runStageProblems(pipeline: ParsedPipeline): string[] {
+  const problems: string[] = [];
+  const { stages, cycle, mixed } = expandStages(pipeline);
+  if (cycle) {
+    return [
+      `programs: their dependencies cannot fit the stages: Kargo stages ${cycle.map((n) => `"${n}"`).join(" -> ")} would wait for each other. A program's preview waits for its dependencies' update in the same environment, so nothing between an environment's preview and its update may wait for every program's preview`,
+    ];
+  }
+  for (const m of mixed)
+    problems.push(
+      `programs.${m.program}.dependsOn: stage "${m.stage}" would take Freight from any one of ${m.upstream.map((u) => `"${u}"`).join(", ")} and also wait for the program's dependencies, which Kargo cannot combine; set requireAll on the stage or give it one upstream`,
+    );
+  const seen = new Map<string, string>();
+  const declared = new Set(pipeline.stages.map((s) => s.name));
+  for (const s of stages) {
+    if (s.kind !== "preview" && s.kind !== "update") continue;
+    const at = `stage "${s.declared}" (program "${s.program}")`;
+    if (declared.has(s.name) || seen.has(s.name))
+      problems.push(
+        `${at}: its Kargo stage "${s.name}" is also ${seen.get(s.name) ?? "a stage of the definition"}; rename the stage or the program`,
+      );
+    seen.set(s.name, `program "${s.program}"'s stage in "${s.declared}"`);
+    const stackName = stackObjectName(pipeline, s.name);
+    if (stackName.length > MAX_STACK_NAME)
+      problems.push(
+        `${at}: its PKO Stack would be named "${stackName}" (${stackName.length} characters); PKO allows ${MAX_STACK_NAME}. Shorten the stage, program or project name`,
+      );
+    if (!dnsLabel.test(s.name))
+      problems.push(
+        `${at}: its Kargo stage "${s.name}" is longer than a DNS label (63); shorten the stage or program name`,
+      );
+  }
+  return problems;
 }
 
 /**

@@ -2,9 +2,9 @@
 // Pulumi Cloud for the operation on the promoted commit (kargo/verification/verify.mjs), and which template a
 // stage uses (protected environments' previews also fail on deletes and replaces).
 import type * as rollouts from "../crds/generated/rollouts";
-import { environmentStages } from "./graph";
+import { programStages, type ProgramStage } from "./graph";
 import { names } from "./names";
-import { isProtected, type EnvironmentStage, type Pipeline } from "./schema";
+import { isProtected, type Pipeline } from "./schema";
 
 const seconds = (d: string) =>
   Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
@@ -12,7 +12,10 @@ const seconds = (d: string) =>
 export type AnalysisTemplateKind = keyof typeof names.analysis;
 
 /** The template verifying a stage: previews of protected environments also stop on deletes and replaces. */
-export function analysisTemplateName(p: Pipeline, s: EnvironmentStage): string {
+export function analysisTemplateName(
+  p: Pick<Pipeline, "environments">,
+  s: Pick<ProgramStage, "kind" | "environment">,
+): string {
   if (s.kind === "update") return names.analysis.update;
   return isProtected(p.environments[s.environment]!)
     ? names.analysis.protectedPreview
@@ -21,7 +24,7 @@ export function analysisTemplateName(p: Pipeline, s: EnvironmentStage): string {
 
 /** The AnalysisTemplates the pipeline's stages use, each once. */
 export function analysisTemplateKinds(p: Pipeline): AnalysisTemplateKind[] {
-  const used = new Set(environmentStages(p).map((s) => analysisTemplateName(p, s)));
+  const used = new Set(programStages(p).map((s) => analysisTemplateName(p, s)));
   return (Object.keys(names.analysis) as AnalysisTemplateKind[]).filter((k) => used.has(names.analysis[k]));
 }
 
@@ -131,11 +134,11 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
   });
   return {
     args: [
+      { name: "project" },
       { name: "stack" },
       { name: "commit" },
       { name: "api-url", value: pulumiApiUrl(p) },
       { name: "organization", value: p.pulumi.organization },
-      { name: "project", value: p.pulumi.project },
     ],
     metrics: [
       metric(`pulumi-${operation}`, "operation"),

@@ -11,7 +11,7 @@ import {
 } from "../../capacity";
 import { readValidationData } from "../../crds/schema";
 import { mergeValues, type Values } from "../../helmAddon";
-import { environmentStages } from "../../pipeline/graph";
+import { programStages } from "../../pipeline/graph";
 import { stackManifest } from "../../pipeline/stack-manifest";
 import { stackObjectName } from "../../pipeline/names";
 import type { Pipeline } from "../../pipeline/schema";
@@ -37,9 +37,9 @@ export function chartDefaults(): Record<string, Values> {
   };
 }
 
-/** One workspace pod per environment stage: each may run at once (Kargo promotes them independently). */
+/** One workspace pod per program stage: each may run at once (Kargo promotes them independently). */
 export function workspacePods(p: Pipeline): PodGroup[] {
-  return environmentStages(p).map((stage) => {
+  return programStages(p).map((stage) => {
     const { resources } = stackManifest(p, stage).spec.workspaceTemplate!.spec!;
     const requests = (resources as { requests: Record<string, string> }).requests;
     return {

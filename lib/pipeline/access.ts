@@ -1,0 +1,36 @@
+// What each environment's identity and the preview identity may do in AWS: per program, the IAM policy its
+// declaration's `aws` computes for the environment's stack (or, for previews, every environment's). The
+// kargo project attaches one inline policy per program to each role (kargo/index.ts).
+import type { AccessScope, Pipeline, PolicyStatement, Program } from "./schema";
+
+export interface PolicyDocument {
+  Version: "2012-10-17";
+  Statement: PolicyStatement[];
+}
+
+const scopeOf = (p: Pipeline, x: Program, pulumiStacks: string[], partition: string): AccessScope => ({
+  partition,
+  project: x.project,
+  projects: Object.fromEntries(p.programs.map((y) => [y.name, y.project])),
+  pulumiStacks,
+});
+
+/** A program's policy in one environment, or undefined for a program that needs no AWS access. */
+export function updatePolicy(
+  p: Pipeline,
+  x: Program,
+  environment: string,
+  partition = "aws",
+): PolicyDocument | undefined {
+  const env = Object.hasOwn(p.environments, environment) ? p.environments[environment] : undefined;
+  if (!env) throw new Error(`updatePolicy: the pipeline has no environment "${environment}"`);
+  if (!x.aws) return undefined;
+  return { Version: "2012-10-17", Statement: x.aws.update(scopeOf(p, x, [env.pulumiStack], partition)) };
+}
+
+/** What the preview identity may do for a program: read, in every environment, and change nothing. */
+export function previewPolicy(p: Pipeline, x: Program, partition = "aws"): PolicyDocument | undefined {
+  if (!x.aws) return undefined;
+  const stacks = Object.values(p.environments).map((env) => env.pulumiStack);
+  return { Version: "2012-10-17", Statement: x.aws.preview(scopeOf(p, x, stacks, partition)) };
+}
