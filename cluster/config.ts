@@ -81,9 +81,9 @@ export const clusterConfigSchema = z
       })
       .default(["t4g.medium"]),
     nodeCapacityType: z.enum(["ON_DEMAND", "SPOT"]).default("ON_DEMAND"),
-    nodeMinSize: z.number().int().min(1, "must be at least 1").default(2),
-    nodeDesiredSize: z.number().int().min(1, "must be at least 1").default(2),
-    nodeMaxSize: z.number().int().min(1, "must be at least 1").max(100, "must be at most 100").default(3),
+    nodeMinSize: z.number().int().min(1, "must be at least 1").default(3),
+    nodeDesiredSize: z.number().int().min(1, "must be at least 1").default(3),
+    nodeMaxSize: z.number().int().min(1, "must be at least 1").max(100, "must be at most 100").default(4),
     nodeDiskSizeGiB: z
       .number()
       .int()

@@ -4,7 +4,7 @@ import * as github from "@pulumi/github";
 import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
 import { githubRepository } from "../lib/pipeline/names";
-import { previewPolicy, updatePolicy } from "../lib/pipeline/access";
+import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline/access";
 import { approverGroups } from "../lib/pipeline/rbac";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { ConfigError } from "../lib/config";
@@ -138,7 +138,7 @@ export = async () => {
       const policy = updatePolicy(pipeline, program, environment);
       if (policy)
         new aws.iam.RolePolicy(
-          `program-${program.name}-${environment}`,
+          policyResourceName(program.name, environment),
           { role: identity.roleName, policy: JSON.stringify(policy) },
           { provider: awsProvider },
         );
@@ -146,7 +146,7 @@ export = async () => {
     const preview = previewPolicy(pipeline, program);
     if (preview)
       new aws.iam.RolePolicy(
-        `program-${program.name}-preview`,
+        policyResourceName(program.name),
         { role: setup.previewIdentity.roleName, policy: JSON.stringify(preview) },
         { provider: awsProvider },
       );

@@ -1,8 +1,8 @@
 import type { Values } from "../lib/helmAddon";
 
 /**
- * Requests of Kargo's components (the chart sets none), so the scheduler accounts for them beside the six
- * workspaces the default pipeline can run at once (test/capacity.test.ts).
+ * Requests of Kargo's components (the chart sets none), so the scheduler accounts for them beside the
+ * workspaces the pipeline can run at once, one per program stage (test/capacity.test.ts).
  */
 export const kargoSizing: Values = {
   api: { resources: { requests: { cpu: "50m", memory: "128Mi" } } },

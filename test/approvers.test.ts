@@ -10,7 +10,7 @@
 // whose status the API server ignores (the Freight CRD has a status subresource).
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { environmentStages, isGate } from "../lib/pipeline/graph";
+import { isGate, programStages, runStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain } from "../lib/cli/plan/projects";
@@ -28,10 +28,13 @@ type Obj = {
 
 const pipeline = validatePipeline(definition);
 
-/** The gates a group approves, and the update stages whose destructive changes it approves. */
+/**
+ * The gates a group approves, and the update stages whose destructive changes it approves: every program's
+ * update stage of each environment it approves for.
+ */
 const stagesOf = (group: string) => ({
   gates: pipeline.stages.filter((s) => isGate(s) && s.approvers.includes(group)).map((s) => s.name),
-  updates: environmentStages(pipeline)
+  updates: programStages(pipeline)
     .filter(
       (s) =>
         s.kind === "update" &&
@@ -70,8 +73,9 @@ describe("what each approver group can do through Kargo's API", () => {
     };
   });
 
+  // Every Stage Kargo runs: gates, each program's stages, and the joins.
   const stagesWhere = (rules: Rule[], second: [string, string]) =>
-    pipeline.stages
+    runStages(pipeline)
       .filter((s) => allowsOnKargo(rules, "promote", "stages", s.name) && allowsOnKargo(rules, ...second))
       .map((s) => s.name)
       .sort();

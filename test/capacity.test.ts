@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { allocatable, capacity } from "../lib/capacity";
-import { environmentStages } from "../lib/pipeline/graph";
+import { programStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
   capacityTable,
@@ -36,7 +36,7 @@ describe("capacity of the default node group", () => {
     const { groups } = planned;
     const workspaces = groups.filter((g) => g.owner === "workspaces");
     expect(workspaces.map((g) => g.name)).toEqual(
-      environmentStages(pipeline).map((s) => `${pipeline.project}-${s.name}-workspace`),
+      programStages(pipeline).map((s) => `${pipeline.project}-${s.name}-workspace`),
     );
     const names = groups.map((g) => g.name);
     for (const trimmed of [

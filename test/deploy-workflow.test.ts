@@ -9,8 +9,12 @@ import { Evaluator, Lexer, Parser, data } from "@actions/expressions";
 import { truthy } from "@actions/expressions/result";
 import YAML from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
+import { pipeline } from "../kargo/pipeline";
 import { deployPlan, deployProjects, gitIn, projectPaths, type DeployProject } from "../lib/cli/deploy";
 import { repoRoot } from "../lib/cli/plan/projects";
+import { programStages } from "../lib/pipeline/graph";
+import { stackConfigFile, stackManifestFile } from "../lib/pipeline/names";
+import { validatePipeline } from "../lib/pipeline/validate";
 
 const paths = projectPaths(path.join(repoRoot, ".github", "project-paths.yml"));
 const deploy = YAML.parse(fs.readFileSync(path.join(repoRoot, ".github", "workflows", "deploy.yml"), "utf8"));
@@ -66,6 +70,28 @@ describe("which projects a deploy run deploys", () => {
     const head = commit("README.md", "stacks/dev.yaml");
     const last = git("rev-parse", "HEAD~1");
     expect(deployed(planAt(head, [last, first]))).toEqual([]);
+  });
+
+  // Kargo promotes the programs; the kargo project reads only each one's project name and runtime.
+  const validated = validatePipeline(pipeline);
+  it("deploys nothing for a promoted program's code, stack config or Stack manifest template", () => {
+    for (const x of validated.programs) {
+      const base = git("rev-parse", "HEAD");
+      const stage = programStages(validated).find((s) => s.program === x.name)!;
+      const head = commit(
+        `${x.dir}/index.ts`,
+        stackConfigFile(validated, x, stage.environment),
+        `${validated.stacks.dir}/${stackManifestFile(stage.name)}`,
+      );
+      expect(deployed(planAt(head, [base])), x.name).toEqual([]);
+    }
+  });
+
+  it("deploys kargo when a promoted program's Pulumi.yaml changes (its project name and runtime)", () => {
+    for (const x of validated.programs) {
+      const base = git("rev-parse", "HEAD");
+      expect(deployed(planAt(commit(`${x.dir}/Pulumi.yaml`), [base])), x.name).toEqual(["kargo"]);
+    }
   });
 
   it("deploys every project when shared code changed", () => {

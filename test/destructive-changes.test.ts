@@ -3,12 +3,13 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
-import { environmentStages } from "../lib/pipeline/graph";
+import { environmentStages, programStages, runStages } from "../lib/pipeline/graph";
 import { freightLinks, stageLinks, stageSpec } from "../lib/pipeline/promotion";
 import { approverGroups, approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
 import { analysisTemplateKinds } from "../lib/pipeline/verification";
 import type { PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { withExtraProgram } from "./kargo-support";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain } from "../lib/cli/plan/projects";
 import { allowsOnKargo } from "./helpers";
@@ -43,13 +44,16 @@ const last = previewed[previewed.length - 1]!;
 
 describe("which previews stop on destructive changes", () => {
   it("protects every environment unless it is ephemeral or says protected: false", () => {
-    const templateOf = (p: ReturnType<typeof validatePipeline>, stage: string) =>
-      stageSpec(
-        p,
-        p.stages.find((s) => s.name === stage)!,
-      ).verification!.analysisTemplates![0]!.name;
-    expect(environmentStages(pipeline).map((s) => templateOf(pipeline, s.name))).toEqual(
-      environmentStages(pipeline).map((s) =>
+    /** The template verifying each program's stage of a declared stage. */
+    const templatesOf = (p: ReturnType<typeof validatePipeline>, declared: string) => {
+      const stages = programStages(p).filter((s) => s.declared === declared);
+      expect(stages.map((s) => s.program).sort(), declared).toEqual(p.programs.map((x) => x.name).sort());
+      return [...new Set(stages.map((s) => stageSpec(p, s).verification!.analysisTemplates![0]!.name))];
+    };
+    expect(
+      programStages(pipeline).map((s) => stageSpec(pipeline, s).verification!.analysisTemplates![0]!.name),
+    ).toEqual(
+      programStages(pipeline).map((s) =>
         s.kind === "preview" ? "pulumi-preview-protected" : "pulumi-update",
       ),
     );
@@ -59,15 +63,17 @@ describe("which previews stop on destructive changes", () => {
     const mixed = validatePipeline(
       withEnvironments({ [first.name]: { ephemeral: true }, [second.name]: { protected: false } }),
     );
-    expect(templateOf(mixed, first.preview!.name)).toBe("pulumi-preview");
-    expect(templateOf(mixed, second.preview!.name)).toBe("pulumi-preview");
-    if (previewed.length > 2) expect(templateOf(mixed, last.preview!.name)).toBe("pulumi-preview-protected");
+    expect(templatesOf(mixed, first.preview!.name)).toEqual(["pulumi-preview"]);
+    expect(templatesOf(mixed, second.preview!.name)).toEqual(["pulumi-preview"]);
+    expect(templatesOf(mixed, first.update!.name)).toEqual(["pulumi-update"]);
+    if (previewed.length > 2)
+      expect(templatesOf(mixed, last.preview!.name)).toEqual(["pulumi-preview-protected"]);
     expect(analysisTemplateKinds(mixed)).toContain("preview");
     // An ephemeral environment can still be protected explicitly.
     const explicit = validatePipeline(
       withEnvironments({ [first.name]: { ephemeral: true, protected: true } }),
     );
-    expect(templateOf(explicit, first.preview!.name)).toBe("pulumi-preview-protected");
+    expect(templatesOf(explicit, first.preview!.name)).toEqual(["pulumi-preview-protected"]);
   });
 
   it("rejects a protected environment nobody may approve, or whose destructive changes no preview would catch", () => {
@@ -136,7 +142,14 @@ describe("which previews stop on destructive changes", () => {
 describe("who may let a destructive change through", () => {
   const roles = destructiveChangeApproverRoles(pipeline);
 
-  it("maps each protected environment's approver groups to its own ServiceAccount", () => {
+  /** Every program's update stage of an environment, read off the Kargo stages. */
+  const updatesOf = (p: ReturnType<typeof validatePipeline>, environment: string) =>
+    programStages(p)
+      .filter((s) => s.kind === "update" && s.environment === environment)
+      .map((s) => s.name)
+      .sort();
+
+  it("maps each protected environment's approver groups to its own ServiceAccount, for every program's update stage there", () => {
     // Every environment of the default pipeline is protected, with approvers of its own.
     expect(roles.map((r) => [r.environment, r.stage, r.serviceAccount.name])).toEqual(
       environments
@@ -147,6 +160,8 @@ describe("who may let a destructive change through", () => {
       expect(JSON.parse(role.serviceAccount.annotations["rbac.kargo.akuity.io/claims"]!)).toEqual({
         "cognito:groups": pipeline.environments[role.environment]!.destructiveChangeApprovers,
       });
+      expect([...role.stages].sort(), role.environment).toEqual(updatesOf(pipeline, role.environment));
+      expect(role.stages, role.environment).toHaveLength(pipeline.programs.length);
     }
     const unprotected = validatePipeline(withEnvironments({ [first.name]: { ephemeral: true } }));
     expect(destructiveChangeApproverRoles(unprotected).map((r) => r.environment)).toEqual(
@@ -154,27 +169,36 @@ describe("who may let a destructive change through", () => {
     );
   });
 
-  it("allows exactly Kargo's manual approval of Freight for that environment's update stage", () => {
-    for (const role of roles) {
-      // What ApproveFreight checks (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): promote on
-      // the Stage, then a status patch of the Freight made as the user.
-      expect(allowsOnKargo(role.rules, "promote", "stages", role.stage)).toBe(true);
-      expect(allowsOnKargo(role.rules, "patch", "freights/status")).toBe(true);
-      // Not for any other stage, so not for another environment or a gate.
-      for (const other of pipeline.stages.filter((s) => s.name !== role.stage))
-        expect(allowsOnKargo(role.rules, "promote", "stages", other.name), other.name).toBe(false);
-      // Not a promotion of their own (the API creates Promotions as the user), nor anything else.
-      expect(allowsOnKargo(role.rules, "create", "promotions")).toBe(false);
-      for (const verb of ["update", "patch", "delete"]) {
-        for (const resource of ["stages", "freights", "warehouses", "projectconfigs", "promotions"])
-          expect(allowsOnKargo(role.rules, verb, resource, role.stage), `${verb} ${resource}`).toBe(false);
+  it("allows exactly Kargo's manual approval of Freight for every program's update stage of that environment", () => {
+    for (const p of [pipeline, withExtraProgram(pipeline)]) {
+      const stages = runStages(p);
+      for (const role of destructiveChangeApproverRoles(p)) {
+        const updates = updatesOf(p, role.environment);
+        expect(updates, role.environment).toHaveLength(p.programs.length);
+        // What ApproveFreight checks (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): promote on
+        // the Stage, then a status patch of the Freight made as the user.
+        for (const update of updates)
+          expect(allowsOnKargo(role.rules, "promote", "stages", update), update).toBe(true);
+        expect(allowsOnKargo(role.rules, "patch", "freights/status")).toBe(true);
+        // Not for any other stage: not a preview, another environment, a gate or a join.
+        for (const other of stages.filter((s) => !updates.includes(s.name)))
+          expect(allowsOnKargo(role.rules, "promote", "stages", other.name), other.name).toBe(false);
+        // Not a promotion of their own (the API creates Promotions as the user), nor anything else.
+        expect(allowsOnKargo(role.rules, "create", "promotions")).toBe(false);
+        for (const verb of ["update", "patch", "delete"]) {
+          for (const resource of ["stages", "freights", "warehouses", "projectconfigs", "promotions"])
+            for (const update of updates)
+              expect(allowsOnKargo(role.rules, verb, resource, update), `${verb} ${resource}`).toBe(false);
+        }
       }
     }
   });
 
   it("is separate from the gate approvers: nobody else may approve for an update stage", () => {
+    const updates = programStages(pipeline).filter((s) => s.kind === "update");
+    expect(updates.length).toBeGreaterThan(0);
     for (const gate of approverRoles(pipeline)) {
-      for (const update of pipeline.stages.filter((s) => s.kind === "update"))
+      for (const update of updates)
         expect(allowsOnKargo(gate.rules, "promote", "stages", update.name)).toBe(false);
     }
   });

@@ -7,6 +7,7 @@ import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { README, withDiagram } from "../lib/pipeline/diagram";
+import { programStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { projectOrder, repoRoot } from "../lib/cli/plan/projects";
 
@@ -25,15 +26,17 @@ describe("README", () => {
     // A copy of what the docs command reads, with a stage that names an upstream that does not exist.
     const copy = fs.mkdtempSync(path.join(os.tmpdir(), "docs-"));
     fs.cpSync(path.join(repoRoot, "lib"), path.join(copy, "lib"), { recursive: true });
-    fs.mkdirSync(path.join(copy, "kargo"));
+    fs.cpSync(path.join(repoRoot, "kargo"), path.join(copy, "kargo"), { recursive: true });
     const first = definition.stages.find((s) => s.from !== "warehouse")!;
-    const broken = {
-      ...definition,
-      stages: definition.stages.map((s) => (s === first ? { ...s, from: ["nowhere"] } : s)),
-    };
+    // The definition holds code (each program's access), so the copy overrides its stages in TypeScript.
+    const file = path.join(copy, "kargo", "pipeline.ts");
+    const declaration = "export const pipeline: PipelineInput = {";
+    const ours = fs.readFileSync(file, "utf8");
+    expect(ours).toContain(declaration);
     fs.writeFileSync(
-      path.join(copy, "kargo", "pipeline.ts"),
-      `export const pipeline = ${JSON.stringify(broken)};\n`,
+      file,
+      `${ours.replace(declaration, "const ours: PipelineInput = {")}\n` +
+        `export const pipeline: PipelineInput = { ...ours, stages: ours.stages.map((s) => s.name === ${JSON.stringify(first.name)} ? { ...s, from: ["nowhere"] } : s) };\n`,
     );
     fs.copyFileSync(README, path.join(copy, "README.md"));
     fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
@@ -110,12 +113,12 @@ describe("GitHub workflows", () => {
     await expect(run(validator, [broken])).rejects.toMatchObject({ code: 1 });
   });
 
-  it("preview every changed project and the promoted program on pull requests, with OIDC and PR comments", () => {
+  it("preview every changed project and every changed promoted program on pull requests, with OIDC and PR comments", () => {
     const preview = workflow("preview.yml");
     expect(Object.keys(preview.on)).toEqual(["pull_request"]);
     expect(preview.jobs.tests.uses).toBe("./.github/workflows/ci.yml");
     const matrix = preview.jobs.preview.strategy.matrix.include as { project: string; dir: string }[];
-    expect(matrix.map((m) => m.dir)).toEqual([...projectOrder, "."]);
+    expect(matrix.map((m) => m.dir)).toEqual([...projectOrder]);
     const step = preview.jobs.preview.steps.find(
       (s: { uses?: string }) => s.uses === "./.github/actions/pulumi",
     );
@@ -124,13 +127,28 @@ describe("GitHub workflows", () => {
       "comment-on-pr": "true",
       "stack-name": "${{ vars[matrix.stackVariable] }}",
     });
+    // The programs: one job per program the changes job lists, in its folder, with its stack and runtime.
+    const programs = preview.jobs.programs;
+    expect(programs.needs).toBe("changes");
+    expect(programs.strategy.matrix.program).toBe("${{ fromJSON(needs.changes.outputs.programs) }}");
+    expect(programs.if).toBe("needs.changes.outputs.programs != '[]'");
+    expect(preview.jobs.changes.outputs.programs).toBe("${{ steps.programs.outputs.programs }}");
+    const programStep = programs.steps.find((s: { uses?: string }) => s.uses === "./.github/actions/pulumi");
+    expect(programStep.with).toMatchObject({
+      command: "preview",
+      "comment-on-pr": "true",
+      "work-dir": "${{ matrix.program.dir }}",
+      "stack-name": "${{ matrix.program.stack }}",
+      "program-runtime": "${{ matrix.program.runtime }}",
+    });
+    expect(JSON.stringify(preview)).not.toContain("PROGRAM_STACK");
     const paths = YAML.parse(fs.readFileSync(path.join(github, "project-paths.yml"), "utf8"));
     for (const project of projectOrder) {
       expect(paths[project]).toEqual(expect.arrayContaining([`${project}/**`]));
       expect(paths[project].flat()).toContain("lib/**");
     }
-    // The program's preview runs when the program or an environment's config beside it changes.
-    expect(paths.program).toEqual(["Pulumi.yaml", "Pulumi.*.yaml"]);
+    // Only the platform's projects (and what they share): the programs come from the pipeline definition.
+    expect(Object.keys(paths).sort()).toEqual(["shared", ...projectOrder].sort());
     const action = YAML.parse(fs.readFileSync(path.join(github, "actions", "pulumi", "action.yml"), "utf8"));
     const uses = action.runs.steps.map((s: { uses?: string }) => s.uses).filter(Boolean);
     expect(uses.map((u: string) => u.split("@")[0])).toEqual(
@@ -141,6 +159,102 @@ describe("GitHub workflows", () => {
       ]),
     );
     expect(JSON.stringify(action)).not.toMatch(/PULUMI_ACCESS_TOKEN|AWS_SECRET_ACCESS_KEY/);
+  });
+
+  it("preview the programs a pull request changes, each against its stack in the environment the repository variable names", async () => {
+    const pipeline = validatePipeline(definition);
+    const changes = workflow("preview.yml").jobs.changes;
+    const step = changes.steps.find((s: { id?: string }) => s.id === "programs");
+    expect(step.env).toEqual({
+      BASE_SHA: "${{ github.event.pull_request.base.sha }}",
+      ENVIRONMENT: "${{ vars.PROGRAM_PREVIEW_ENVIRONMENT }}",
+    });
+    expect(
+      changes.steps.find((s: { uses?: string }) => s.uses?.startsWith("actions/checkout@")).with,
+    ).toMatchObject({ "fetch-depth": 0 });
+    // The step as written, in this checkout, with a git that reports `changed` as the pull request's files.
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), "preview-programs-"));
+    fs.writeFileSync(
+      path.join(bin, "git"),
+      `#!/bin/sh\necho "$*" > "${bin}/args"\nprintf '%s\\n' $CHANGED\n`,
+      { mode: 0o755 },
+    );
+    const programsFor = async (changed: string[], environment: string) => {
+      const out = path.join(bin, "out");
+      fs.writeFileSync(out, "");
+      await run("bash", ["-e", "-c", step.run], {
+        cwd: repoRoot,
+        env: {
+          ...process.env,
+          PATH: `${bin}:${process.env.PATH}`,
+          CHANGED: changed.join(" "),
+          BASE_SHA: "0123abc",
+          ENVIRONMENT: environment,
+          GITHUB_OUTPUT: out,
+        },
+      });
+      expect(fs.readFileSync(path.join(bin, "args"), "utf8").trim()).toBe("diff --name-only 0123abc...HEAD");
+      const [key, value] = fs.readFileSync(out, "utf8").trim().split(/=(.*)/s);
+      expect(key).toBe("programs");
+      return JSON.parse(value!) as { name: string; dir: string; runtime: string; stack: string }[];
+    };
+    const stackIn = (environment: string) => (x: (typeof pipeline.programs)[number]) =>
+      `${pipeline.pulumi.organization}/${x.project}/${pipeline.environments[environment]!.pulumiStack}`;
+    // Unset, the environment Freight reaches first.
+    const first = programStages(pipeline).find((s) => s.kind === "update")!.environment;
+    const everyProgram = pipeline.programs.map((x) => `${x.dir}/Pulumi.yaml`);
+    expect(await programsFor([...everyProgram, "README.md"], "")).toEqual(
+      pipeline.programs.map((x) => ({
+        name: x.name,
+        dir: x.dir,
+        project: x.project,
+        runtime: x.runtime,
+        environment: first,
+        stack: stackIn(first)(x),
+      })),
+    );
+    const [one] = pipeline.programs.slice(-1);
+    const last = Object.keys(pipeline.environments).at(-1)!;
+    const config = `${one!.dir}/Pulumi.${pipeline.environments[last]!.pulumiStack}.yaml`;
+    expect((await programsFor([config], last)).map((x) => [x.name, x.stack])).toEqual([
+      [one!.name, stackIn(last)(one!)],
+    ]);
+    expect(await programsFor(["README.md", "lib/fork.ts"], last)).toEqual([]);
+    const unknown = ["nowhere", "nowhere-else"].find((e) => !(e in pipeline.environments))!;
+    await expect(programsFor(everyProgram, unknown)).rejects.toMatchObject({
+      stderr: expect.stringContaining(`--environment: "${unknown}" is not an environment`),
+    });
+    fs.rmSync(bin, { recursive: true, force: true });
+  }, 120_000);
+
+  it("npm run programs reports a pipeline mistake without a stack trace, with exit status 1", async () => {
+    // A copy of what the command reads, with a stage that names an upstream that does not exist.
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), "programs-"));
+    for (const dir of ["lib", "kargo", ...validatePipeline(definition).programs.map((x) => x.dir)])
+      fs.cpSync(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
+    fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
+    const first = definition.stages.find((s) => s.from !== "warehouse")!;
+    const file = path.join(copy, "kargo", "pipeline.ts");
+    const declaration = "export const pipeline: PipelineInput = {";
+    const ours = fs.readFileSync(file, "utf8");
+    expect(ours).toContain(declaration);
+    fs.writeFileSync(
+      file,
+      `${ours.replace(declaration, "const ours: PipelineInput = {")}\n` +
+        `export const pipeline: PipelineInput = { ...ours, stages: ours.stages.map((s) => s.name === ${JSON.stringify(first.name)} ? { ...s, from: ["nowhere"] } : s) };\n`,
+    );
+    const failed = await run(process.execPath, ["--import", "tsx", "lib/cli/programs.ts"], {
+      cwd: copy,
+    }).then(
+      () => undefined,
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stdout).toBe("");
+    expect(failed?.stderr).toMatch(/^Invalid pipeline definition:/);
+    expect(failed?.stderr).toContain(`stage "${first.name}": upstream stage "nowhere" does not exist`);
+    expect(failed?.stderr).not.toMatch(/\n\s+at /);
+    fs.rmSync(copy, { recursive: true, force: true });
   });
 
   const rawFiles = () =>
@@ -167,6 +281,7 @@ describe("GitHub workflows", () => {
       "actions/setup-go",
       "actions/setup-node",
       "actions/upload-artifact",
+      "astral-sh/setup-uv",
       "aws-actions/configure-aws-credentials",
       "dorny/paths-filter",
       "pulumi/actions",
@@ -200,7 +315,7 @@ describe("GitHub workflows", () => {
   });
 
   it("grant id-token: write only to the jobs that log in with OIDC", () => {
-    for (const name of ["preview.yml", "deploy.yml", "ci.yml"]) {
+    for (const name of ["preview.yml", "deploy.yml", "drift.yml", "ci.yml"]) {
       const wf = workflow(name);
       expect(wf.permissions, `${name} workflow-level permissions`).toEqual({ contents: "read" });
       for (const [jobName, job] of Object.entries<any>(wf.jobs)) {
@@ -213,19 +328,22 @@ describe("GitHub workflows", () => {
   it("give pull-request previews their credentials only in the approved preview environment", () => {
     const preview = workflow("preview.yml");
     // Every job that logs in runs in the environment; the tests and the path filter need no credential.
+    const loggingIn: any[] = [];
     for (const [name, job] of Object.entries<any>(preview.jobs)) {
       const logsIn = JSON.stringify(job.steps ?? []).includes("./.github/actions/pulumi");
       expect(job.environment, `preview.yml job ${name}`).toBe(logsIn ? "preview" : undefined);
+      if (logsIn) loggingIn.push(job);
     }
-    const step = preview.jobs.preview.steps.find(
-      (s: { uses?: string }) => s.uses === "./.github/actions/pulumi",
-    );
-    expect(step.with).toMatchObject({
-      "aws-role-arn": "${{ vars.AWS_PREVIEW_ROLE_ARN }}",
-      "pulumi-token-type":
-        "${{ vars.PULUMI_PREVIEW_TOKEN_TYPE || 'urn:pulumi:token-type:access_token:team' }}",
-      "pulumi-scope": "${{ vars.PULUMI_PREVIEW_SCOPE || format('team:{0}', vars.PULUMI_PREVIEW_TEAM) }}",
-    });
+    expect(loggingIn.length).toBeGreaterThan(1);
+    for (const job of loggingIn) {
+      const step = job.steps.find((s: { uses?: string }) => s.uses === "./.github/actions/pulumi");
+      expect(step.with).toMatchObject({
+        "aws-role-arn": "${{ vars.AWS_PREVIEW_ROLE_ARN }}",
+        "pulumi-token-type":
+          "${{ vars.PULUMI_PREVIEW_TOKEN_TYPE || 'urn:pulumi:token-type:access_token:team' }}",
+        "pulumi-scope": "${{ vars.PULUMI_PREVIEW_SCOPE || format('team:{0}', vars.PULUMI_PREVIEW_TEAM) }}",
+      });
+    }
     // The roles' trust policies in the README accept exactly these environments' tokens.
     const readme = fs.readFileSync(README, "utf8");
     expect(readme).toContain(
@@ -284,11 +402,15 @@ describe("Pulumi.yaml templates", () => {
     expect(fs.readFileSync(README, "utf8")).not.toMatch(/pulumi new \S*\/tree\/main\/\S+/);
   });
 
-  const projects = [path.join(repoRoot, "Pulumi.yaml")];
-  it.each(projects.map((f) => [path.relative(repoRoot, f), f]))(
-    "%s prompts for exactly what the project needs",
+  // Each promoted program's folder holds all it needs, so one that offers a template is a whole template.
+  const programs = validatePipeline(definition).programs.map((x) =>
+    path.join(repoRoot, x.dir, "Pulumi.yaml"),
+  );
+  it.each(programs.map((f) => [path.relative(repoRoot, f), f]))(
+    "%s prompts for exactly what the project needs, when it offers a template",
     (_, file) => {
       const project = YAML.parse(fs.readFileSync(file, "utf8"));
+      if (project.template === undefined) return;
       expect(project.template?.description).toBeTruthy();
       const prompts = project.template.config ?? {};
       const declared = Object.entries<{ default?: unknown; secret?: boolean }>(project.config ?? {});

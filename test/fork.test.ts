@@ -1,6 +1,7 @@
 // A fork, made as the README's "Make it yours" says, in a copy of this repository: other identity, an
-// environment added behind a gate of its own, one removed. Its plan holds nothing of this repository's identity
-// and the pipeline's tests pass there.
+// environment added behind a gate of its own (its stack config in every program's folder), one removed. Its
+// plan holds nothing of this repository's identity and the pipeline's tests pass there. And a fork that adds
+// a program of its own gets its stages, Stack manifests, stacks and Warehouse path.
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -10,8 +11,10 @@ import YAML from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
-import type { PipelineInput } from "../lib/pipeline/schema";
-import { topologicalOrder } from "../lib/pipeline/graph";
+import type { ProgramsReport } from "../lib/cli/programs";
+import type { Pipeline, PipelineInput } from "../lib/pipeline/schema";
+import { programStageName, topologicalOrder } from "../lib/pipeline/graph";
+import { stackConfigFile, stackManifestFile } from "../lib/pipeline/names";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { repoRoot } from "../lib/cli/plan/projects";
 
@@ -88,14 +91,48 @@ function removable(p: PipelineInput): string {
   return found!;
 }
 
-/** kargo/pipeline.ts of the fork, reading its identity from lib/fork.ts as ours does. */
+/**
+ * kargo/pipeline.ts of the fork: ours (its identity from lib/fork.ts, its programs' AWS access, which is
+ * code), with the fork's environments and stages and the programs it adds after ours.
+ */
 function pipelineSource(p: PipelineInput): string {
-  const body = JSON.stringify(p, null, 2)
-    .replace(`"repoURL": ${JSON.stringify(fork.githubRepo)}`, '"repoURL": fork.githubRepo')
-    .replace(`"organization": ${JSON.stringify(fork.pulumiOrg)}`, '"organization": fork.pulumiOrg');
+  const ours = fs.readFileSync(path.join(repoRoot, "kargo/pipeline.ts"), "utf8");
+  const declaration = "export const pipeline: PipelineInput = {";
+  expect(ours).toContain(declaration);
+  // Everything else is ours as it is, programs included.
+  for (const key of Object.keys(definition) as (keyof PipelineInput)[])
+    if (!["programs", "environments", "stages"].includes(key)) expect(p[key], key).toBe(definition[key]);
+  expect(p.programs.slice(0, definition.programs.length)).toEqual(definition.programs);
+  const added = p.programs.slice(definition.programs.length);
+  const json = (v: unknown) => JSON.stringify(v, null, 2).replace(/\n/g, "\n  ");
+  const body = `{
+  ...ours,
+  programs: [...ours.programs, ...${json(added)}],
+  environments: ${json(p.environments)},
+  stages: ${json(p.stages)},
+};`;
   expect(body).not.toContain(fork.githubRepo);
-  return `import { fork } from "../lib/fork";\nimport type { PipelineInput } from "../lib/pipeline/schema";\n\nexport const pipeline: PipelineInput = ${body};\n`;
+  return `${ours.replace(declaration, "const ours: PipelineInput = {")}\nexport const pipeline: PipelineInput = ${body}\n`;
 }
+
+/** A copy of the repository as a fresh clone of the working tree has it (tracked and new files, none ignored). */
+async function copyOfRepository(copy: string): Promise<void> {
+  const { stdout } = await run("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: repoRoot,
+  });
+  const files = stdout
+    .split("\0")
+    .filter((f) => f && fs.lstatSync(path.join(repoRoot, f), { throwIfNoEntry: false })?.isFile());
+  for (const file of files) {
+    fs.mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
+    fs.copyFileSync(path.join(repoRoot, file), path.join(copy, file));
+  }
+  fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
+}
+
+/** A program's stack config file for an environment of a definition (validated or not). */
+const configFile = (p: PipelineInput, program: { dir: string }, environment: string) =>
+  stackConfigFile(p as unknown as Pick<Pipeline, "environments">, program, environment);
 
 /** Every file under `dir`, recursively. */
 const filesUnder = (dir: string): string[] =>
@@ -109,29 +146,31 @@ describe("a fork", () => {
   const group = `${added}-approvers`;
   const removed = removable(definition);
   const forked = withEnvironment(withoutEnvironment(definition, removed), added, group);
+  const programs = validatePipeline(definition).programs;
+  /** The Kargo stages of `env`'s declared stages in a definition: one per program. */
+  const programStagesOf = (p: PipelineInput, env: string) =>
+    p.stages
+      .filter((s) => s.kind !== "gate" && s.environment === env)
+      .flatMap((s) => programs.map((x) => programStageName(s.name, x.name)));
   const node = (args: string[]) => run(process.execPath, ["--import", "tsx", ...args], { cwd: copy });
   let personalized: { stdout: string; stderr: string };
   let personalizeSeconds: number;
 
   beforeAll(async () => {
-    // The repository as a fresh clone has it (tracked and new files, none ignored), sharing node_modules.
-    const { stdout } = await run("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
-      cwd: repoRoot,
-    });
-    const files = stdout
-      .split("\0")
-      .filter((f) => f && fs.lstatSync(path.join(repoRoot, f), { throwIfNoEntry: false })?.isFile());
-    for (const file of files) {
-      fs.mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
-      fs.copyFileSync(path.join(repoRoot, file), path.join(copy, file));
-    }
-    fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
+    // The repository as a fresh clone has it, sharing node_modules.
+    await copyOfRepository(copy);
 
-    // The README's steps: the pipeline, the new environment's stack config, its approver group in cluster-setup.
+    // The README's steps: the pipeline, the new environment's stack config in every program's folder (a
+    // copy of another environment's), its approver group in cluster-setup.
     fs.writeFileSync(path.join(copy, "kargo/pipeline.ts"), pipelineSource(forked));
-    const template = definition.environments[Object.keys(forked.environments)[0]!]!.pulumiStack;
-    fs.copyFileSync(path.join(copy, `Pulumi.${template}.yaml`), path.join(copy, `Pulumi.${added}.yaml`));
-    fs.rmSync(path.join(copy, `Pulumi.${definition.environments[removed]!.pulumiStack}.yaml`));
+    const template = Object.keys(forked.environments)[0]!;
+    for (const x of programs) {
+      fs.copyFileSync(
+        path.join(copy, configFile(definition, x, template)),
+        path.join(copy, configFile(forked, x, added)),
+      );
+      fs.rmSync(path.join(copy, configFile(definition, x, removed)));
+    }
     const setupExample = path.join(copy, "cluster-setup/Pulumi.example.yaml");
     const doc = YAML.parseDocument(fs.readFileSync(setupExample, "utf8"));
     doc.addIn(["config", "cluster-setup:cognitoApproverGroups"], group);
@@ -153,7 +192,13 @@ describe("a fork", () => {
     expect(personalized.stderr).toBe("");
     expect(personalized.stdout).toContain(`githubRepo: ${fork.githubRepo} -> ${other.githubRepo}`);
     expect(personalized.stdout).toContain(`pulumiOrg: ${fork.pulumiOrg} -> ${other.pulumiOrg}`);
-    expect(personalized.stdout).toMatch(new RegExp(`changed: .*stacks/${added}\\.yaml`));
+    const changed = personalized.stdout.split("\n").find((l) => l.startsWith("changed: "));
+    const addedStages = programStagesOf(forked, added);
+    expect(addedStages.length).toBeGreaterThan(0);
+    for (const stage of addedStages)
+      expect(changed?.split(/, |: /), stage).toContain(
+        `${definition.stacks.dir ?? "stacks"}/${stackManifestFile(stage)}`,
+      );
     expect(personalizeSeconds, "personalize takes").toBeLessThan(60);
   });
 
@@ -168,9 +213,12 @@ describe("a fork", () => {
     }
     const kargo = planned.join("\n");
     expect(kargo).toContain(other.githubRepo);
-    expect(kargo).toContain(`${other.pulumiOrg}/infra-program/${added}`);
+    for (const x of programs) expect(kargo).toContain(`${other.pulumiOrg}/${x.project}/${added}`);
     expect(kargo).toContain(`"approvalgate${added}"`);
-    expect(kargo).not.toContain(`stage/${removed}"`);
+    for (const stage of programStagesOf(forked, added)) expect(kargo).toContain(`stage/${stage}"`);
+    const gone = programStagesOf(definition, removed);
+    expect(gone.length).toBeGreaterThan(0);
+    for (const stage of gone) expect(kargo).not.toContain(`stage/${stage}"`);
   }, 60_000);
 
   it("passes the pipeline's tests", async () => {
@@ -182,4 +230,96 @@ describe("a fork", () => {
     expect("failed" in result ? `${result.stdout}\n${result.stderr}` : "", "the fork's tests").toBe("");
     expect(result.stdout).not.toMatch(/skipped/);
   }, 120_000);
+});
+
+describe("a fork adding a program", () => {
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), "fork-program-"));
+  const validated = validatePipeline(definition);
+  const node = (args: string[]) => run(process.execPath, ["--import", "tsx", ...args], { cwd: copy });
+  // A made-up YAML program beside ours, reading the last of ours; names no fork's program, folder or project has.
+  const dependency = validated.programs.at(-1)!;
+  const name = ["extra", "extra2", "extra3"].find((n) => !validated.programs.some((x) => x.name === n))!;
+  const dir = [`${path.posix.dirname(dependency.dir)}/${name}`, `programs/${name}-made-up`].find(
+    (d) => !fs.existsSync(path.join(repoRoot, d)),
+  )!;
+  const project = [`${definition.project}-${name}`, `${name}-made-up`].find(
+    (p) => !validated.programs.some((x) => x.project === p),
+  )!;
+  const stackOf = (env: string) =>
+    `${validated.pulumi.organization}/${project}/${validated.environments[env]!.pulumiStack}`;
+  const environmentStages = validated.stages.filter((s) => s.kind !== "gate");
+  let report: ProgramsReport;
+  let kargo: { type: string; inputs: any }[];
+
+  beforeAll(async () => {
+    await copyOfRepository(copy);
+    fs.mkdirSync(path.join(copy, dir), { recursive: true });
+    fs.writeFileSync(
+      path.join(copy, dir, "Pulumi.yaml"),
+      YAML.stringify({
+        name: project,
+        runtime: "yaml",
+        description: "Made up by test/fork.test.ts.",
+        resources: {
+          upstream: {
+            type: "pulumi:pulumi:StackReference",
+            properties: { name: `\${pulumi.organization}/${dependency.project}/\${pulumi.stack}` },
+          },
+        },
+      }),
+    );
+    for (const env of Object.keys(validated.environments))
+      fs.writeFileSync(path.join(copy, configFile(definition, { dir }, env)), "config: {}\n");
+    fs.writeFileSync(
+      path.join(copy, "kargo/pipeline.ts"),
+      pipelineSource({
+        ...definition,
+        programs: [...definition.programs, { name, dir, dependsOn: [dependency.name] }],
+      }),
+    );
+    await node(["lib/cli/stacks.ts"]);
+    report = JSON.parse((await node(["lib/cli/programs.ts"])).stdout);
+    const out = path.join(copy, "plan-out");
+    await node(["lib/cli/plan.ts", "--project", "kargo", "--out", out]);
+    kargo = JSON.parse(fs.readFileSync(path.join(out, "kargo", "resources.json"), "utf8")).resources;
+  }, 120_000);
+  afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
+
+  it("gets a Stack manifest per environment stage, running its folder on its stack there", () => {
+    expect(environmentStages.length).toBeGreaterThan(0);
+    for (const s of environmentStages) {
+      const file = path.join(copy, validated.stacks.dir, stackManifestFile(programStageName(s.name, name)));
+      const manifest = YAML.parse(fs.readFileSync(file, "utf8"));
+      expect(manifest.spec, s.name).toMatchObject({ stack: stackOf(s.environment), repoDir: dir });
+    }
+  });
+
+  it("is listed for the workflows, with an update stage and its stack in every environment", () => {
+    expect(report.programs.find((x) => x.name === name)).toEqual({ name, dir, project, runtime: "yaml" });
+    expect(report.stages.filter((s) => s.program === name)).toEqual(
+      environmentStages
+        .filter((s) => s.kind === "update")
+        .map((s) => ({
+          name: programStageName(s.name, name),
+          program: name,
+          environment: s.environment,
+          stack: stackOf(s.environment),
+          dir,
+          runtime: "yaml",
+        })),
+    );
+  });
+
+  it("becomes Freight when its folder changes, and previews after its dependency's update in each environment", () => {
+    const warehouse = kargo.find((r) => r.type === "kubernetes:kargo.akuity.io/v1alpha1:Warehouse")!;
+    expect(warehouse.inputs.spec.subscriptions[0].git.includePaths).toContain(dir);
+    const stages = kargo.filter((r) => r.type === "kubernetes:kargo.akuity.io/v1alpha1:Stage");
+    for (const s of environmentStages.filter((s) => s.kind === "preview")) {
+      const update = environmentStages.find((u) => u.kind === "update" && u.environment === s.environment)!;
+      const stage = stages.find((r) => r.inputs.metadata.name === programStageName(s.name, name));
+      expect(stage?.inputs.spec.requestedFreight[0].sources.stages, s.name).toContain(
+        programStageName(update.name, dependency.name),
+      );
+    }
+  });
 });

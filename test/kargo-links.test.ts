@@ -2,10 +2,11 @@
 // from kargo/pipeline.ts alone. test/links evaluates the links as Kargo does; these pin what they point at.
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { environmentStages } from "../lib/pipeline/graph";
+import { programStages, runStages } from "../lib/pipeline/graph";
 import { freightLinks, stageLinks, warehouseSpec } from "../lib/pipeline/promotion";
-import type { PipelineInput } from "../lib/pipeline/schema";
+import type { Pipeline, PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { withExtraProgram } from "./kargo-support";
 
 const pipeline = validatePipeline(definition);
 
@@ -17,26 +18,35 @@ const shownOn = (condition: string): string[] => {
 };
 
 describe("the Kargo UI's links", () => {
-  it("links each environment's preview and update stages, and only those, to its stack in Pulumi Cloud", () => {
-    const links = stageLinks(pipeline)!;
-    expect(links).toHaveLength(Object.keys(pipeline.environments).length);
-    for (const [environment, env] of Object.entries(pipeline.environments)) {
-      const link = links.find((l) => l.title === `Pulumi stack ${env.pulumiStack}`)!;
-      expect(link, environment).toBeDefined();
-      expect(link.url).toBe(
-        `${pipeline.pulumi.consoleUrl}/${pipeline.pulumi.organization}/${pipeline.pulumi.project}/${env.pulumiStack}`,
-      );
-      expect(shownOn(link.if!).sort(), environment).toEqual(
-        environmentStages(pipeline)
-          .filter((s) => s.environment === environment)
-          .map((s) => s.name)
-          .sort(),
-      );
+  /** One link per program and environment, to its stack, shown exactly on that program's stages there. */
+  const expectStackLinks = (p: Pipeline) => {
+    const links = stageLinks(p)!;
+    expect(links).toHaveLength(p.programs.length * Object.keys(p.environments).length);
+    for (const x of p.programs) {
+      for (const [environment, env] of Object.entries(p.environments)) {
+        const where = `${x.name} in ${environment}`;
+        const url = `${p.pulumi.consoleUrl}/${p.pulumi.organization}/${x.project}/${env.pulumiStack}`;
+        const found = links.filter((l) => l.url === url);
+        expect(found, where).toHaveLength(1);
+        const [link] = found;
+        expect(link!.title, where).toBe(`Pulumi stack ${x.project}/${env.pulumiStack}`);
+        const stages = programStages(p)
+          .filter((s) => s.program === x.name && s.environment === environment)
+          .map((s) => s.name);
+        expect(stages.length, where).toBeGreaterThan(0);
+        expect(shownOn(link!.if!).sort(), where).toEqual(stages.sort());
+      }
     }
-    // Gates run no stack: no link names one.
+    // Gates and joins run no stack: no link names one.
     const linked = links.flatMap((l) => shownOn(l.if!));
-    for (const gate of pipeline.stages.filter((s) => s.kind === "gate"))
-      expect(linked).not.toContain(gate.name);
+    expect(new Set(linked).size).toBe(linked.length);
+    for (const s of runStages(p).filter((s) => s.kind === "gate" || s.kind === "join"))
+      expect(linked, s.name).not.toContain(s.name);
+  };
+
+  it("links each program's preview and update stages of an environment, and only those, to its stack in Pulumi Cloud", () => {
+    expectStackLinks(pipeline);
+    expectStackLinks(withExtraProgram(pipeline));
   });
 
   it("links Freight to its commit on the repository's web page, without the clone URL's trailing .git only", () => {

@@ -1,15 +1,17 @@
-// The PromotionTask every environment stage runs, as planned: what it clones, writes and pushes, and the
+// The PromotionTask every program stage runs, as planned: what it clones, writes and pushes, and the
 // Application it syncs.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { programStages, runStages } from "../lib/pipeline/graph";
+import { stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
 import { promotionTaskSpec } from "../lib/pipeline/promotion";
 import { type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain, repoRoot } from "../lib/cli/plan/projects";
-import { environmentStageNames, Obj } from "./kargo-support";
+import { type Obj } from "./kargo-support";
 
 describe("kargo project", () => {
   const pipeline: Pipeline = validatePipeline(definition);
@@ -105,21 +107,22 @@ describe("kargo project", () => {
       };
       visit(objects);
       const whole = strings.filter((t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t));
-      // git-clone's commit, yaml-update's value, argocd-update's revision, each stage's verification arg.
-      expect(whole.length).toBe(3 + environmentStageNames(pipeline).length);
+      // git-clone's commit, yaml-update's value, argocd-update's revision, each program stage's verification arg.
+      expect(whole.length).toBe(3 + programStages(pipeline).length);
       for (const t of whole) expect(t).toMatch(/^\$\{\{ quote\(.*\) \}\}$/);
     });
 
-    it("is what every environment stage runs, and syncs exactly that stage's Application, tracking its branch", () => {
+    it("is what every program stage runs, and syncs exactly that stage's Application, tracking its branch; gates and joins never run it", () => {
       const task = ofKind("PromotionTask")[0]!;
       const app = step("argocd-update").config.apps[0];
-      for (const s of pipeline.stages.filter((s) => s.kind !== "gate")) {
+      for (const s of programStages(pipeline)) {
         expect(stage(s.name).spec.promotionTemplate.spec.steps).toEqual([
           { task: { kind: "PromotionTask", name: task.metadata.name } },
         ]);
         const appName = app.name
           .replace("${{ ctx.project }}", pipeline.project)
           .replace("${{ ctx.stage }}", s.name);
+        expect(appName).toBe(stackObjectName(pipeline, s.name));
         const application = ofKind("Application").find((a) => a.metadata.name === appName);
         expect(application, appName).toBeDefined();
         expect(application!.metadata.annotations["kargo.akuity.io/authorized-stage"]).toBe(
@@ -127,12 +130,22 @@ describe("kargo project", () => {
         );
         expect(application!.spec.source).toEqual({
           repoURL: pipeline.source.repoURL,
-          targetRevision: `stage/${s.name}`,
+          targetRevision: stageBranch(s.name),
           path: ".",
-          directory: { include: `${s.name}.yaml` },
+          directory: { include: stackManifestFile(s.name) },
         });
-        expect(fs.existsSync(path.join(repoRoot, "stacks", `${s.name}.yaml`))).toBe(true);
+        // The template the task copies from the Freight's commit is committed.
+        expect(
+          fs.existsSync(path.join(repoRoot, pipeline.stacks.dir, stackManifestFile(s.name))),
+          s.name,
+        ).toBe(true);
       }
+      const others = runStages(pipeline).filter((s) => s.kind === "gate" || s.kind === "join");
+      expect(others.length).toBeGreaterThan(0);
+      for (const s of others)
+        expect(JSON.stringify(stage(s.name).spec.promotionTemplate ?? {}), s.name).not.toContain(
+          task.metadata.name,
+        );
     });
   });
 });

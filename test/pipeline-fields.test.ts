@@ -1,14 +1,24 @@
 // Single fields of kargo/pipeline.ts as the schema reads them: what each accepts, what a careless value gets
 // told, and the defaults a field left out takes.
-import { describe, expect, it } from "vitest";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import YAML from "yaml";
+import { defaultRepoRoot } from "../lib/pipeline/check-repository";
 import { githubRepository } from "../lib/pipeline/names";
-import { PULUMI_CLOUD_API, isProtected, type PipelineInput } from "../lib/pipeline/schema";
+import { PULUMI_CLOUD_API, WORKSPACE_IMAGES, isProtected, type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
   base,
+  basePipeline,
+  escaped,
   firstEnv,
+  firstProgram,
+  removeTempDirs,
+  tempRepo,
   problemsOf,
   withEnvironments,
+  withFirstProgram,
   withSource,
   withStacks,
   withVerification,
@@ -66,11 +76,6 @@ describe("field values", () => {
       /pulumi\.organization: must be a Pulumi organization name/,
     ],
     [
-      "an organization and project as the Pulumi project",
-      withPulumi({ project: `acme/${base.pulumi.project}` }),
-      /pulumi\.project: must be a Pulumi project name/,
-    ],
-    [
       "a repository URL as package.json writes it",
       withSource({ repoURL: "git+https://github.com/acme/infra.git" }),
       /source\.repoURL: must be an HTTPS git URL/,
@@ -85,10 +90,25 @@ describe("field values", () => {
       withSource({ repoURL: "https://x-access-token:ghp_secret@github.com/acme/infra.git" }),
       /source\.repoURL: must be an HTTPS git URL/,
     ],
+    ["no programs", { ...base, programs: [] }, /programs: must list at least one promoted program/],
     [
-      "no include paths",
-      withSource({ includePaths: [] }),
-      /source\.includePaths: must list the promoted program's files/,
+      "a program without a folder",
+      withFirstProgram({ dir: "" }),
+      new RegExp(
+        `programs\\.${firstProgram.name}\\.dir: must be the program's folder, such as "programs/network"`,
+      ),
+    ],
+    [
+      "an empty include path",
+      withFirstProgram({ includePaths: [""] }),
+      new RegExp(`programs\\.${firstProgram.name}\\.includePaths\\.0: Too small`),
+    ],
+    [
+      "a program's memory limit in megabytes",
+      withFirstProgram({ resources: { requests, limits: { memory: "1536MB" } } }),
+      new RegExp(
+        `programs\\.${firstProgram.name}\\.resources\\.limits\\.memory: must be a Kubernetes quantity`,
+      ),
     ],
     [
       "an empty approver group",
@@ -128,7 +148,7 @@ describe("field values", () => {
     ],
     ["durations in hours", withVerification({ interval: "1h", previewTimeout: "2h", updateTimeout: "24h" })],
     ["a one-letter namespace", withStacks({ namespace: "a" })],
-    ["several include paths", withSource({ includePaths: ["Pulumi.yaml", "glob:*.ts"] })],
+    ["several include paths", withFirstProgram({ includePaths: ["zz-test-shared", "glob:zz-test/*.ts"] })],
     ["a page size of 100", withVerification({ pageSize: 100 })],
     ["the smallest plugin cache, 2 GiB", withStacks({ pluginCacheGiB: 2 })],
     ["the largest plugin cache, 64 GiB", withStacks({ pluginCacheGiB: 64 })],
@@ -138,10 +158,34 @@ describe("field values", () => {
   });
 });
 
+describe("a program's Pulumi project, read from its Pulumi.yaml", () => {
+  afterEach(removeTempDirs);
+  it("refuses an organization and project as the project name, naming the file and what it must be", () => {
+    const repo = tempRepo();
+    const file = path.join(repo, firstProgram.dir, "Pulumi.yaml");
+    const project = YAML.parse(fs.readFileSync(file, "utf8")) as { name: string };
+    fs.writeFileSync(file, YAML.stringify({ ...project, name: `acme/${project.name}` }));
+    expect(problemsOf(base, repo)).toMatch(
+      new RegExp(
+        `programs\\.${escaped(firstProgram.name)}\\.dir: ${escaped(firstProgram.dir)}/Pulumi\\.yaml must name its project \\(name: letters, digits, "_", "\\.", "-"\\) and its runtime`,
+      ),
+    );
+  });
+  it("is the project of every stack of the program", () => {
+    for (const x of basePipeline.programs) {
+      const file = path.join(defaultRepoRoot, x.dir, "Pulumi.yaml");
+      expect(x.project, x.name).toBe((YAML.parse(fs.readFileSync(file, "utf8")) as { name: string }).name);
+    }
+  });
+});
+
 describe("defaults of the fields left out", () => {
   const without = <T extends object>(o: T, ...keys: (keyof T)[]) =>
     Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k as keyof T))) as T;
-  const source = without(base.source, "excludePaths", "programDir");
+  const source = without(base.source, "excludePaths");
+  const programs = base.programs.map((x) =>
+    without(x, "dependsOn", "includePaths", "workspaceImage", "resources"),
+  );
   const stacks = without(base.stacks, "dir");
   const pulumi = without(base.pulumi, "apiUrl", "selfHostedApiUrl");
   const environments = Object.fromEntries(
@@ -150,12 +194,21 @@ describe("defaults of the fields left out", () => {
       { pulumiStack, destructiveChangeApprovers },
     ]),
   );
-  const p = validatePipeline({ ...base, source, stacks, pulumi, environments, verification: {} });
+  const p = validatePipeline({ ...base, source, programs, stacks, pulumi, environments, verification: {} });
 
-  it("excludes nothing from the Freight and finds the program at the root and the Stacks in stacks/", () => {
+  it("excludes nothing from the Freight, adds nothing to a program's folder, and finds the Stacks in stacks/", () => {
     expect(p.source.excludePaths).toEqual([]);
-    expect(p.source.programDir).toBe(".");
+    for (const x of p.programs) expect(x.includePaths, x.name).toEqual([]);
     expect(p.stacks.dir).toBe("stacks");
+  });
+
+  it("runs each program on its own, in its runtime's workspace image, with the stacks' workspace resources", () => {
+    expect(p.programs.map((x) => x.name)).toEqual(base.programs.map((x) => x.name));
+    for (const x of p.programs) {
+      expect(x.dependsOn, x.name).toEqual([]);
+      expect(x.workspaceImage, x.name).toBe(WORKSPACE_IMAGES[x.runtime]);
+      expect(x.resources, x.name).toEqual(p.stacks.workspaceResources);
+    }
   });
 
   it("sends the verification token to Pulumi Cloud's own API only", () => {

@@ -1,5 +1,5 @@
-// What a pipeline definition points at on disk: each environment's config file beside the promoted program,
-// paths resolved through symlinks, and `npm run stacks`, which never writes or deletes a file not its own.
+// What a pipeline definition points at on disk: each program's config file for each environment in its
+// folder, paths resolved through symlinks, and `npm run stacks`, which never writes or deletes a file not its own.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -7,11 +7,13 @@ import { validatePipeline } from "../lib/pipeline/validate";
 import { isGenerated, writeStacks } from "../lib/pipeline/stacks";
 import {
   base,
-  basePipeline,
   stackFiles,
+  firstProgram,
+  escaped,
   firstStack,
   forFirstEnvironment,
-  withSource,
+  testProgram,
+  withExtraProgram,
   withStacks,
   problemsOf,
   tempDir,
@@ -21,10 +23,10 @@ import {
 
 afterEach(removeTempDirs);
 
-describe("each environment's config file beside the promoted program", () => {
+describe("each environment's config file in each program's folder", () => {
   const withDevConfig = (text: string | undefined) => {
     const repo = tempRepo();
-    const file = path.join(repo, `Pulumi.${firstStack}.yaml`);
+    const file = path.join(repo, firstProgram.dir, `Pulumi.${firstStack}.yaml`);
     if (text === undefined) fs.rmSync(file);
     else fs.writeFileSync(file, text);
     return repo;
@@ -33,7 +35,7 @@ describe("each environment's config file beside the promoted program", () => {
     [
       "a missing file",
       undefined,
-      /environments\.dev: Pulumi\.dev\.yaml is missing; each environment's stack config lives beside the promoted program/,
+      /programs\.PROGRAM: Pulumi\.dev\.yaml is missing; each program has its stack config for environment "dev" in its folder, as Pulumi\.<pulumiStack>\.yaml \("config: \{\}" if it needs none\)/,
     ],
     [
       "text that is not YAML",
@@ -164,38 +166,27 @@ describe("paths resolved on disk", () => {
       /stacks\.dir: "app" is a Pulumi project \(app\/Pulumi\.yaml\); allowed: a folder that holds only the generated Stack manifests/,
     );
   });
-  it("refuses the program's folder as the stacks directory", () => {
-    const repo = tempRepo();
-    fs.mkdirSync(path.join(repo, "program"));
-    fs.writeFileSync(path.join(repo, "program", "Pulumi.yaml"), "name: infra-program\n");
-    const input = withSource({ programDir: "program", includePaths: ["program"] });
-    expect(problemsOf({ ...input, stacks: { ...input.stacks, dir: "program" } }, repo)).toMatch(
-      /stacks\.dir: "program" is the promoted program's folder \(source\.programDir\); allowed: a folder of its own/,
+  it("refuses a program's folder as the stacks directory", () => {
+    expect(problemsOf(withStacks({ dir: firstProgram.dir }), tempRepo())).toMatch(
+      new RegExp(
+        `stacks\\.dir: "${escaped(firstProgram.dir)}" is the promoted program's folder ${escaped(firstProgram.dir)} \\(programs\\[\\]\\.dir\\); allowed: a folder of its own`,
+      ),
     );
   });
-  describe("with the program in a folder of its own", () => {
-    // A fork that keeps its program in infra/program: its stack files live beside it.
-    const programRepo = () => {
-      const repo = tempRepo();
-      const program = path.join(repo, "infra", "program");
-      fs.mkdirSync(program, { recursive: true });
-      fs.renameSync(path.join(repo, "Pulumi.yaml"), path.join(program, "Pulumi.yaml"));
-      for (const file of fs.readdirSync(repo).filter((f) => /^Pulumi\..+\.yaml$/.test(f)))
-        fs.renameSync(path.join(repo, file), path.join(program, file));
-      return repo;
-    };
-    const inProgramFolder = (stacksDir: string) => {
-      const input = withSource({ programDir: "infra/program", includePaths: ["infra/program"] });
-      return { ...input, stacks: { ...input.stacks, dir: stacksDir } };
-    };
+  describe("beside a program's folder", () => {
+    // A fork that keeps its stacks next to a program: beside it is fine, inside it is not.
+    const besideProgram = path.posix.join(path.posix.dirname(firstProgram.dir), "zz-test-stacks");
+    const insideProgram = path.posix.join(firstProgram.dir, "zz-test-stacks");
     it("accepts a stacks directory beside it", () => {
       expect(() =>
-        validatePipeline(inProgramFolder("infra/stacks"), { repoRoot: programRepo() }),
+        validatePipeline(withStacks({ dir: besideProgram }), { repoRoot: tempRepo() }),
       ).not.toThrow();
     });
     it("refuses a stacks directory inside it", () => {
-      expect(problemsOf(inProgramFolder("infra/program/stacks"), programRepo())).toMatch(
-        /stacks\.dir: "infra\/program\/stacks" is inside the promoted program's folder \(source\.programDir\); allowed: a folder of its own/,
+      expect(problemsOf(withStacks({ dir: insideProgram }), tempRepo())).toMatch(
+        new RegExp(
+          `stacks\\.dir: "${escaped(insideProgram)}" is inside the promoted program's folder ${escaped(firstProgram.dir)} \\(programs\\[\\]\\.dir\\); allowed: a folder of its own`,
+        ),
       );
     });
   });
@@ -213,11 +204,13 @@ describe("paths resolved on disk", () => {
       /stacks\.dir: "stacks" resolves to the repository root; allowed: a folder of its own/,
     );
   });
-  it("refuses a program directory through a dangling symlink, naming source.programDir", () => {
+  it("refuses a program's folder through a dangling symlink, naming programs.<name>.dir", () => {
     const repo = tempRepo();
-    fs.symlinkSync(path.join(repo, "not-yet"), path.join(repo, "program"));
-    expect(problemsOf(withSource({ programDir: "program", includePaths: ["program"] }), repo)).toMatch(
-      /source\.programDir: "program" goes through a broken or looping symlink; allowed: a real folder of the repository/,
+    fs.symlinkSync(path.join(repo, "not-yet"), path.join(repo, testProgram));
+    expect(problemsOf(withExtraProgram({ dir: testProgram }), repo)).toMatch(
+      new RegExp(
+        `programs\\.${testProgram}\\.dir: "${testProgram}" goes through a broken or looping symlink; allowed: a real folder of the repository`,
+      ),
     );
   });
   it("refuses a stacks directory through a dangling symlink out of the repository", () => {
@@ -225,13 +218,15 @@ describe("paths resolved on disk", () => {
     fs.symlinkSync(path.join(tempDir("outside-"), "not-yet"), path.join(repo, "stacks"));
     expect(problemsOf(base, repo)).toMatch(/stacks\.dir: "stacks" goes through a broken or looping symlink/);
   });
-  it("refuses a program directory that is a symlink out of the repository", () => {
+  it("refuses a program's folder that is a symlink out of the repository", () => {
     const repo = tempRepo();
     const outside = tempDir("outside-");
-    fs.writeFileSync(path.join(outside, "Pulumi.yaml"), "name: elsewhere\n");
-    fs.symlinkSync(outside, path.join(repo, "program"));
-    expect(problemsOf(withSource({ programDir: "program", includePaths: ["program"] }), repo)).toMatch(
-      /source\.programDir: "program" resolves to .*, outside the repository \(through a symlink\)/,
+    fs.writeFileSync(path.join(outside, "Pulumi.yaml"), `name: ${testProgram}\nruntime: yaml\n`);
+    fs.symlinkSync(outside, path.join(repo, testProgram));
+    expect(problemsOf(withExtraProgram({ dir: testProgram }), repo)).toMatch(
+      new RegExp(
+        `programs\\.${testProgram}\\.dir: "${testProgram}" resolves to .*, outside the repository \\(through a symlink\\)`,
+      ),
     );
   });
 });
@@ -239,7 +234,7 @@ describe("paths resolved on disk", () => {
 describe("npm run stacks", () => {
   const pipeline = (dir = "stacks") => validatePipeline(withStacks({ dir }));
 
-  it("writes one generated manifest per environment stage into its own folder", () => {
+  it("writes one generated manifest per program and environment stage into its own folder", () => {
     const repo = tempRepo();
     const { written } = writeStacks(pipeline(), repo);
     expect(written.sort()).toEqual(stackFiles.map((f) => `stacks/${f}`).sort());
@@ -308,21 +303,14 @@ describe("npm run stacks", () => {
     // The repository sits alone in a temporary folder: anything written outside it would show up there.
     const outer = tempDir("outer-");
     const repo = tempRepo(path.join(outer, "repo"));
+    const before = fs.readdirSync(repo, { recursive: true }).sort();
     const stacksDir = dir === "ABSOLUTE" ? path.join(outer, "escaped") : dir;
     const input = { ...pipeline(), stacks: { ...pipeline().stacks, dir: stacksDir } };
     expect(() => writeStacks(input, repo)).toThrow(
       /stacks\.dir: .*(not a relative path|leaves the repository)/,
     );
     expect(fs.readdirSync(outer)).toEqual(["repo"]);
-    expect(fs.readdirSync(repo).sort()).toEqual(
-      [
-        ...Object.values(basePipeline.environments).map((e) => `Pulumi.${e.pulumiStack}.yaml`),
-        "Pulumi.yaml",
-        "cluster",
-        "cluster-setup",
-        "kargo",
-      ].sort(),
-    );
+    expect(fs.readdirSync(repo, { recursive: true }).sort()).toEqual(before);
   });
 
   it("writes nothing through a stacks directory symlinked out of the repository", () => {

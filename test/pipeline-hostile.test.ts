@@ -14,6 +14,9 @@ import {
   firstUpdate,
   previewOfFirstUpdate,
   escaped,
+  anyOf,
+  firstProgram,
+  withFirstProgram,
   withSource,
   withStacks,
   withVerification,
@@ -22,8 +25,14 @@ import {
   problemsOf,
 } from "./pipeline-support";
 
+/** A problem of a field of the definition's first program. */
+const ofFirstProgram = (field: string, problem: RegExp) =>
+  new RegExp(`programs\\.${escaped(firstProgram.name)}\\.${field}: ${problem.source}`);
+
 describe("hostile pipeline definitions", () => {
   const digest = "a".repeat(64);
+  // A folder of this repository that holds no Pulumi project: the generated Stack manifests'.
+  const stacksDir = basePipeline.stacks.dir;
   const cases: [string, PipelineInput, RegExp][] = [
     // Verification timing.
     [
@@ -244,23 +253,30 @@ describe("hostile pipeline definitions", () => {
       "an exclude that hides the stages' Stack templates",
       withSource({ excludePaths: ["glob:stacks/**"] }),
       new RegExp(
-        `source\\.excludePaths\\[0\\]: "glob:stacks\\/\\*\\*" excludes stacks\\/${escaped(stackFiles[0]!)}, which a stage runs: a change to it would reach the stages without passing the gates`,
+        `source\\.excludePaths\\[0\\]: "glob:stacks\\/\\*\\*" excludes stacks\\/${anyOf(stackFiles)}, which a stage runs: a change to it would reach the stages without passing the gates`,
       ),
     ],
     [
       "an exclude regex that hides an environment's config",
-      withSource({ excludePaths: [`regexp:^Pulumi\\.${escaped(lastStack)}\\.`] }),
-      new RegExp(`excludes Pulumi\\.${escaped(lastStack)}\\.yaml, which a stage runs`),
+      withSource({ excludePaths: [`regexp:(^|/)Pulumi\\.${escaped(lastStack)}\\.yaml$`] }),
+      new RegExp(
+        `excludes ${anyOf(basePipeline.programs.map((x) => `${x.dir}/Pulumi.${lastStack}.yaml`))}, which a stage runs`,
+      ),
     ],
     [
-      "an exclude glob that hides the program",
-      withSource({ excludePaths: ["glob:*.yaml"] }),
-      /source\.excludePaths\[0\]: "glob:\*\.yaml" excludes Pulumi\.yaml, which a stage runs/,
+      "an exclude glob that hides a program",
+      withSource({ excludePaths: ["glob:**/Pulumi.yaml"] }),
+      new RegExp(
+        `source\\.excludePaths\\[0\\]: "glob:\\*\\*/Pulumi\\.yaml" excludes ${anyOf(basePipeline.programs.map((x) => `${x.dir}/Pulumi.yaml`))}, which a stage runs`,
+      ),
     ],
     [
       "a regex that does not compile",
-      withSource({ includePaths: ["regex:Pulumi.(yaml"] }),
-      /source\.includePaths\[0\]: "regex:Pulumi\.\(yaml" is not a regular expression Go accepts: error parsing regexp: missing closing \).*; allowed: a path .*"glob:<doublestar glob>" or "regex:<Go regular expression>"/,
+      withFirstProgram({ includePaths: ["regex:Pulumi.(yaml"] }),
+      ofFirstProgram(
+        "includePaths\\[0\\]",
+        /"regex:Pulumi\.\(yaml" is not a regular expression Go accepts: error parsing regexp: missing closing \).*; allowed: a path .*"glob:<doublestar glob>" or "regex:<Go regular expression>"/,
+      ),
     ],
     [
       "a regex with a lookahead (not RE2)",
@@ -274,13 +290,19 @@ describe("hostile pipeline definitions", () => {
     ],
     [
       "an include path leaving the repository",
-      withSource({ includePaths: ["../other/Pulumi.yaml"] }),
-      /source\.includePaths\[0\]: "\.\.\/other\/Pulumi\.yaml" must be a path relative to the repository root without "\.\."/,
+      withFirstProgram({ includePaths: ["../other/Pulumi.yaml"] }),
+      ofFirstProgram(
+        "includePaths\\[0\\]",
+        /"\.\.\/other\/Pulumi\.yaml" must be a path relative to the repository root without "\.\."/,
+      ),
     ],
     [
       "an absolute include path",
-      withSource({ includePaths: ["Pulumi.yaml", "/srv/repo/stacks"] }),
-      /source\.includePaths\[1\]: "\/srv\/repo\/stacks" must be a path relative to the repository root without "\.\."/,
+      withFirstProgram({ includePaths: ["Pulumi.yaml", "/srv/repo/stacks"] }),
+      ofFirstProgram(
+        "includePaths\\[1\\]",
+        /"\/srv\/repo\/stacks" must be a path relative to the repository root without "\.\."/,
+      ),
     ],
     [
       "a Windows drive path as an exclude",
@@ -291,24 +313,33 @@ describe("hostile pipeline definitions", () => {
       "a second exclude that hides the stages' Stack templates",
       withSource({ excludePaths: ["docs", "stacks"] }),
       new RegExp(
-        `source\\.excludePaths\\[1\\]: "stacks" excludes stacks\\/${escaped(stackFiles[0]!)}, which a stage runs`,
+        `source\\.excludePaths\\[1\\]: "stacks" excludes stacks\\/${anyOf(stackFiles)}, which a stage runs`,
       ),
     ],
     // The workspace image.
     [
       "a workspace image tagged latest",
-      withStacks({ workspaceImage: "pulumi/pulumi:latest" }),
-      /stacks\.workspaceImage: must be an image with a pinned tag or digest; "latest" moves with every release; allowed: .*pulumi\/pulumi@sha256:<64 hex>/,
+      withFirstProgram({ workspaceImage: "pulumi/pulumi:latest" }),
+      ofFirstProgram(
+        "workspaceImage",
+        /must be an image with a pinned tag or digest; "latest" moves with every release; allowed: .*pulumi\/pulumi@sha256:<64 hex>/,
+      ),
     ],
     [
       "a workspace image with a registry and no tag",
-      withStacks({ workspaceImage: "ghcr.io:443/pulumi/pulumi" }),
-      /stacks\.workspaceImage: must be an image with a pinned tag or digest; "ghcr\.io:443\/pulumi\/pulumi" has neither/,
+      withFirstProgram({ workspaceImage: "ghcr.io:443/pulumi/pulumi" }),
+      ofFirstProgram(
+        "workspaceImage",
+        /must be an image with a pinned tag or digest; "ghcr\.io:443\/pulumi\/pulumi" has neither/,
+      ),
     ],
     [
       "a workspace image with a short digest",
-      withStacks({ workspaceImage: `pulumi/pulumi@sha256:${digest.slice(1)}` }),
-      /stacks\.workspaceImage: must be an image with a pinned tag or digest; "pulumi\/pulumi@sha256:a{63}" is not an image reference/,
+      withFirstProgram({ workspaceImage: `pulumi/pulumi@sha256:${digest.slice(1)}` }),
+      ofFirstProgram(
+        "workspaceImage",
+        /must be an image with a pinned tag or digest; "pulumi\/pulumi@sha256:a{63}" is not an image reference/,
+      ),
     ],
     [
       "a verification image without a tag",
@@ -357,19 +388,27 @@ describe("hostile pipeline definitions", () => {
       /stacks\.dir: must be a folder of its own, not the repository root/,
     ],
     [
-      "an absolute program directory",
-      withSource({ programDir: "/srv/program" }),
-      /source\.programDir: "\/srv\/program" is not a relative path/,
+      "an absolute program folder",
+      withFirstProgram({ dir: "/srv/program" }),
+      ofFirstProgram("dir", /"\/srv\/program" is not a relative path; allowed: a folder of the repository/),
     ],
     [
-      "a program directory above the repository",
-      withSource({ programDir: ".." }),
-      /source\.programDir: "\.\." leaves the repository; allowed: a folder of the repository without "\.\."/,
+      "a program folder above the repository",
+      withFirstProgram({ dir: ".." }),
+      ofFirstProgram(
+        "dir",
+        /"\.\." leaves the repository; allowed: a folder of the repository without "\.\."/,
+      ),
     ],
     [
-      "a program directory without a Pulumi.yaml",
-      withSource({ programDir: "stacks" }),
-      /source\.programDir: "stacks" holds no Pulumi\.yaml; allowed: the repository folder of the promoted program/,
+      "a program folder without a Pulumi.yaml",
+      withFirstProgram({ dir: stacksDir }),
+      ofFirstProgram(
+        "dir",
+        new RegExp(
+          `"${escaped(stacksDir)}" holds no Pulumi\\.yaml; allowed: the folder holding the program's Pulumi\\.yaml`,
+        ),
+      ),
     ],
   ];
 
@@ -382,21 +421,27 @@ describe("hostile pipeline definitions", () => {
 
   const valid: [string, PipelineInput][] = [
     ["the default pipeline", base],
-    ["a workspace image pinned by digest", withStacks({ workspaceImage: `pulumi/pulumi@sha256:${digest}` })],
+    [
+      "a workspace image pinned by digest",
+      withFirstProgram({ workspaceImage: `pulumi/pulumi@sha256:${digest}` }),
+    ],
     ["a verification image pinned by digest", withVerification({ image: `node@sha256:${digest}` })],
-    ["a tag and a digest", withStacks({ workspaceImage: `pulumi/pulumi:3.270.0-nonroot@sha256:${digest}` })],
+    [
+      "a tag and a digest",
+      withFirstProgram({ workspaceImage: `pulumi/pulumi:3.270.0-nonroot@sha256:${digest}` }),
+    ],
     [
       "a private registry with a port",
-      withStacks({ workspaceImage: "registry.example.com:5000/pulumi/pulumi:3.270.0" }),
+      withFirstProgram({ workspaceImage: "registry.example.com:5000/pulumi/pulumi:3.270.0" }),
     ],
     [
       "a self-hosted Pulumi API",
       { ...base, pulumi: { ...base.pulumi, selfHostedApiUrl: "https://pulumi.example.com:8443/api-root" } },
     ],
     ["a release branch", withSource({ branch: "release/2026.11_x" })],
-    ["Go-only regex syntax", withSource({ includePaths: ["regex:^(?P<file>Pulumi)\\.ya?ml\\z"] })],
-    ["a glob of the program's files", withSource({ includePaths: ["glob:{Pulumi.yaml,Pulumi.*.yaml}"] })],
-    ["an include of the whole repository", withSource({ includePaths: ["."] })],
+    ["Go-only regex syntax", withFirstProgram({ includePaths: ["regex:^(?P<file>Pulumi)\\.ya?ml\\z"] })],
+    ["a glob of files outside the program", withFirstProgram({ includePaths: ["glob:{lib,shared}/*.yaml"] })],
+    ["an include of the whole repository", withFirstProgram({ includePaths: ["."] })],
     ["an exclude of files no stage uses", withSource({ excludePaths: ["glob:docs/**", "README.md"] })],
     [
       "an initial delay of 0s and long timeouts",

@@ -11,7 +11,18 @@ import { parsePathSelector, selectorMatches } from "../lib/pipeline/selectors";
 import { type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { writeStacks } from "../lib/pipeline/stacks";
-import { base, withStacks, withStage, problemsOf, removeTempDirs, tempRepo } from "./pipeline-support";
+import { programStageName } from "../lib/pipeline/graph";
+import { stackManifestFile } from "../lib/pipeline/names";
+import {
+  base,
+  firstGate,
+  previewOfFirstUpdate,
+  withStacks,
+  withStage,
+  problemsOf,
+  removeTempDirs,
+  tempRepo,
+} from "./pipeline-support";
 
 afterEach(removeTempDirs);
 
@@ -97,10 +108,8 @@ describe("names every JavaScript object already has", () => {
   it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])(
     "refuses a stage of environment %s when no such environment is defined",
     (name) => {
-      const message = problemsOf(
-        withStage({ name: "devpreview", kind: "preview", environment: name, from: ["approvalgatedev"] }),
-      );
-      expect(message).toContain(`stage "devpreview": environment "${name}" is not defined`);
+      const message = problemsOf(withStage({ ...previewOfFirstUpdate, environment: name }));
+      expect(message).toContain(`stage "${previewOfFirstUpdate.name}": environment "${name}" is not defined`);
     },
   );
 
@@ -117,22 +126,30 @@ describe("names every JavaScript object already has", () => {
           name: "constructorpreview",
           kind: "preview",
           environment: "constructor",
-          from: ["approvalgatedev"],
+          from: [firstGate.name],
         },
         { name: "constructor", kind: "update", environment: "constructor", from: ["constructorpreview"] },
       ],
     };
     const repo = tempRepo();
-    fs.writeFileSync(path.join(repo, "Pulumi.constructor.yaml"), "config:\n  aws:region: us-west-2\n");
+    for (const x of base.programs)
+      fs.writeFileSync(
+        path.join(repo, x.dir, "Pulumi.constructor.yaml"),
+        "config:\n  aws:region: us-west-2\n",
+      );
     const pipeline = validatePipeline(input, { repoRoot: repo });
     const { written } = writeStacks(pipeline, repo);
-    expect(written).toEqual(
-      expect.arrayContaining(["stacks/constructor.yaml", "stacks/constructorpreview.yaml"]),
+    const files = pipeline.programs.flatMap((x) =>
+      ["constructor", "constructorpreview"].map((stage) => ({
+        file: stackManifestFile(programStageName(stage, x.name)),
+        project: x.project,
+      })),
     );
-    for (const file of ["constructor.yaml", "constructorpreview.yaml"]) {
+    expect(written).toEqual(expect.arrayContaining(files.map(({ file }) => `stacks/${file}`)));
+    for (const { file, project } of files) {
       const text = fs.readFileSync(path.join(repo, "stacks", file), "utf8");
       expect(text, file).not.toContain("undefined");
-      expect(text, file).toContain(`stack: ${base.pulumi.organization}/${base.pulumi.project}/constructor`);
+      expect(text, file).toContain(`stack: ${base.pulumi.organization}/${project}/constructor`);
     }
   });
 });

@@ -1,19 +1,25 @@
 // What the pipeline tests (pipeline-*.test.ts) share: kargo/pipeline.ts with one part changed, the message
-// a refused definition gets, and throwaway repository checkouts on disk.
+// a refused definition gets, and throwaway repository checkouts on disk: the definition's own programs
+// copied from this repository, or made-up programs written there.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "vitest";
 import { pipeline as defaultPipeline } from "../kargo/pipeline";
+import { defaultRepoRoot } from "../lib/pipeline/check-repository";
+import { programStages } from "../lib/pipeline/graph";
+import { stackManifestFile } from "../lib/pipeline/names";
 import { PipelineError, type EnvironmentStage, type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 
 export type StageInput = PipelineInput["stages"][number];
+export type ProgramInput = PipelineInput["programs"][number];
 export const base = defaultPipeline;
-// Names taken from kargo/pipeline.ts, so that these rules hold whatever environments it declares.
+// Names taken from kargo/pipeline.ts, so that these rules hold whatever environments and programs it declares.
 export const basePipeline = validatePipeline(base);
 export const environmentStages = basePipeline.stages.filter((s): s is EnvironmentStage => s.kind !== "gate");
-export const stackFiles = environmentStages.map((s) => `${s.name}.yaml`);
+/** The Stack manifest of every program's stage of every environment stage, as `npm run stacks` writes them. */
+export const stackFiles = programStages(basePipeline).map((s) => stackManifestFile(s.name));
 export const firstEnv = Object.keys(basePipeline.environments)[0]!;
 export const firstStack = basePipeline.environments[firstEnv]!.pulumiStack;
 export const lastStack = Object.values(basePipeline.environments).at(-1)!.pulumiStack;
@@ -21,13 +27,22 @@ export const firstUpdate = environmentStages.find((s) => s.kind === "update")!;
 export const previewOfFirstUpdate = environmentStages.find(
   (s) => s.kind === "preview" && s.environment === firstUpdate.environment,
 )!;
+/** The definition's gate that takes Freight from the Warehouse. */
+export const firstGate = basePipeline.stages.find((s) => s.kind === "gate" && s.from === "warehouse")!;
+/** The definition's first program, resolved (its folder normalized, its project read from its Pulumi.yaml). */
+export const firstProgram = basePipeline.programs[0]!;
+/** A program name no fork would give one of its own. */
+export const testProgram = "zz-test-program";
 export const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** A message written for environment "dev" (stack dev), for the pipeline's first environment. */
+/** Any one of `texts`, as a regular expression source. */
+export const anyOf = (texts: readonly string[]) => `(?:${texts.map(escaped).join("|")})`;
+/** A message written for environment "dev" (stack dev), for the first program's file of the first environment. */
 export const forFirstEnvironment = (message: RegExp) =>
   new RegExp(
     message.source
-      .replaceAll("Pulumi\\.dev\\.yaml", escaped(`Pulumi.${firstStack}.yaml`))
-      .replace("environments\\.dev:", `environments\\.${escaped(firstEnv)}:`),
+      .replaceAll("Pulumi\\.dev\\.yaml", escaped(`${firstProgram.dir}/Pulumi.${firstStack}.yaml`))
+      .replaceAll('environment "dev"', `environment "${escaped(firstEnv)}"`)
+      .replace("programs\\.PROGRAM:", `programs\\.${escaped(firstProgram.name)}:`),
   );
 
 export const withSource = (source: Partial<PipelineInput["source"]>): PipelineInput => ({
@@ -53,6 +68,16 @@ export const withStage = (stage: StageInput, replacing = stage.name): PipelineIn
     ? base.stages.map((s) => (s.name === replacing ? stage : s))
     : [...base.stages, stage],
 });
+/** The default programs with the first one changed. */
+export const withFirstProgram = (changes: Partial<ProgramInput>): PipelineInput => ({
+  ...base,
+  programs: base.programs.map((x, i) => (i === 0 ? { ...x, ...changes } : x)),
+});
+/** The default programs and one more, named {@link testProgram} unless given a name. */
+export const withExtraProgram = (program: Partial<ProgramInput> & { dir: string }): PipelineInput => ({
+  ...base,
+  programs: [...base.programs, { name: testProgram, ...program }],
+});
 
 export const problemsOf = (input: unknown, repoRoot?: string): string => {
   try {
@@ -76,17 +101,98 @@ export const removeTempDirs = () => {
   for (const dir of tempDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 };
 
-/** A repository checkout with the promoted program at its root and the platform's project folders. */
-export function tempRepo(at?: string): string {
+/** What each environment's stack config holds in a throwaway checkout. */
+export const stackConfigText = "config:\n  aws:region: us-west-2\n";
+/** The platform's own projects, each a folder with a Pulumi.yaml, as in this repository. */
+export const platformProjects = ["cluster", "cluster-setup", "kargo"] as const;
+/** Files of a program's folder that lock its dependencies, copied with its Pulumi.yaml when it has them. */
+const dependencyFiles = [
+  "package.json",
+  "package-lock.json",
+  "yarn.lock",
+  "pnpm-lock.yaml",
+  "bun.lock",
+  "pyproject.toml",
+  "uv.lock",
+  "poetry.lock",
+  "go.mod",
+  "go.sum",
+];
+
+/** A fresh checkout folder with the platform's project folders, and nothing else. */
+export function emptyRepo(at?: string): string {
   const root = at ?? tempDir("pipeline-repo-");
   fs.mkdirSync(root, { recursive: true });
-  fs.writeFileSync(path.join(root, "Pulumi.yaml"), "name: infra-program\nruntime: yaml\n");
-  for (const project of ["cluster", "cluster-setup", "kargo"]) {
+  for (const project of platformProjects) {
     fs.mkdirSync(path.join(root, project));
     fs.writeFileSync(path.join(root, project, "Pulumi.yaml"), `name: ${project}\nruntime: nodejs\n`);
   }
-  for (const env of Object.values(base.environments)) {
-    fs.writeFileSync(path.join(root, `Pulumi.${env.pulumiStack}.yaml`), "config:\n  aws:region: us-west-2\n");
+  return root;
+}
+
+/** Writes one Pulumi.<stack>.yaml per environment into a program's folder. */
+export function writeStackConfigs(
+  root: string,
+  dir: string,
+  environments: PipelineInput["environments"],
+): void {
+  for (const env of Object.values(environments))
+    fs.writeFileSync(path.join(root, dir, `Pulumi.${env.pulumiStack}.yaml`), stackConfigText);
+}
+
+/**
+ * A repository checkout with the platform's project folders and the definition's programs as kargo/pipeline.ts
+ * declares them: each folder with the Pulumi.yaml and the lock files of this repository's folder, and a
+ * Pulumi.<stack>.yaml for each of `environments`.
+ */
+export function tempRepo(
+  at?: string,
+  environments: PipelineInput["environments"] = base.environments,
+): string {
+  const root = emptyRepo(at);
+  for (const x of base.programs) {
+    fs.mkdirSync(path.join(root, x.dir), { recursive: true });
+    for (const file of ["Pulumi.yaml", ...dependencyFiles]) {
+      const source = path.join(defaultRepoRoot, x.dir, file);
+      if (fs.existsSync(source)) fs.copyFileSync(source, path.join(root, x.dir, file));
+    }
+    writeStackConfigs(root, x.dir, environments);
   }
   return root;
+}
+
+/** A made-up program on disk: its folder, Pulumi project and runtime, and any other files. */
+export interface ProgramFiles {
+  dir: string;
+  project: string;
+  /** Pulumi.yaml's `runtime`, as YAML: `yaml`, or `{ name: python, options: { toolchain: uv } }`. */
+  runtime?: string;
+  files?: Record<string, string>;
+}
+
+/**
+ * A repository checkout holding made-up programs (a stack config for each of `environments`) and the
+ * platform's project folders.
+ */
+export function programsRepo(programs: ProgramFiles[], environments: PipelineInput["environments"]): string {
+  const root = emptyRepo();
+  for (const x of programs) writeProgram(root, x, environments);
+  return root;
+}
+
+export function writeProgram(
+  root: string,
+  x: ProgramFiles,
+  environments: PipelineInput["environments"],
+): void {
+  fs.mkdirSync(path.join(root, x.dir), { recursive: true });
+  fs.writeFileSync(
+    path.join(root, x.dir, "Pulumi.yaml"),
+    `name: ${x.project}\nruntime: ${x.runtime ?? "yaml"}\n`,
+  );
+  for (const [file, text] of Object.entries(x.files ?? {})) {
+    fs.mkdirSync(path.dirname(path.join(root, x.dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(root, x.dir, file), text);
+  }
+  writeStackConfigs(root, x.dir, environments);
 }

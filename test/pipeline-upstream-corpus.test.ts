@@ -118,13 +118,13 @@ describe("our rules decide as upstream did over the generated corpus", () => {
     expect(disagreements).toEqual([]);
   });
 
-  it("stacks.workspaceImage: accepted when the runtime parses it with a digest, or a tag other than latest", () => {
+  it("programs.<name>.workspaceImage: accepted when the runtime parses it with a digest, or a tag other than latest", () => {
     const disagreements = corpus.images.flatMap(({ image, parses, tag, digest }) => {
       const pinned =
         parses && (digest !== undefined || (tag !== undefined && tag.toLowerCase() !== "latest"));
       // Stricter on purpose: a digest other than sha256, or a registry given as an IPv6 address.
       const onPurpose = (digest !== undefined && !digest.startsWith("sha256:")) || image.startsWith("[");
-      const ours = workspaceImageProblems(image);
+      const ours = workspaceImageProblems(image, "programs.zz-test-program.workspaceImage");
       if (ours.length === 0 ? pinned : !pinned || onPurpose) return [];
       return [
         `${image}: parses ${parses}, tag ${tag}, digest ${digest}; ours: ${ours.join("; ") || "accepted"}`,

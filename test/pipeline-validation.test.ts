@@ -1,11 +1,9 @@
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline as defaultPipeline } from "../kargo/pipeline";
-import type { PipelineInput } from "../lib/pipeline/schema";
+import { MAX_STACK_NAME, type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { planError } from "./helpers";
+import { escaped, firstProgram, removeTempDirs, tempRepo } from "./pipeline-support";
 
 type StageInput = PipelineInput["stages"][number];
 const gate = (name: string, from: StageInput["from"], approvers = ["qa-approvers"]): StageInput => ({
@@ -27,21 +25,24 @@ const update = (name: string, environment: string, from: StageInput["from"]): St
   from,
 });
 /**
- * The rules are tried on environments of their own, in a checkout of their own holding each one's
- * Pulumi.<stack>.yaml, so that they hold whatever kargo/pipeline.ts declares.
+ * The rules are tried on environments of their own, in a checkout of their own holding each program's
+ * Pulumi.<stack>.yaml for each, so that they hold whatever kargo/pipeline.ts declares.
  */
 const environments: PipelineInput["environments"] = {
   dev: { pulumiStack: "dev", destructiveChangeApprovers: ["qa-approvers"] },
   dev2: { pulumiStack: "dev2", destructiveChangeApprovers: ["qa-approvers"] },
   qa: { pulumiStack: "qa", destructiveChangeApprovers: ["qa-approvers"] },
 };
-const checkout = fs.mkdtempSync(path.join(os.tmpdir(), "pipeline-validation-"));
-fs.writeFileSync(path.join(checkout, "Pulumi.yaml"), "name: infra-program\nruntime: yaml\n");
-for (const env of Object.values(environments))
-  fs.writeFileSync(
-    path.join(checkout, `Pulumi.${env.pulumiStack}.yaml`),
-    "config:\n  aws:region: us-west-2\n",
-  );
+let checkout = "";
+beforeAll(() => {
+  checkout = tempRepo(undefined, environments);
+});
+afterAll(removeTempDirs);
+// The program whose Stacks get the longest names, and a stage name that makes one a character too long.
+const longestName = defaultPipeline.programs
+  .map((x) => x.name)
+  .reduce((a, b) => (b.length > a.length ? b : a));
+const tooLong = "d".repeat(MAX_STACK_NAME + 1 - `${defaultPipeline.project}--${longestName}`.length);
 const withStages = (stages: StageInput[]): PipelineInput => ({ ...defaultPipeline, environments, stages });
 const problemsOf = (input: unknown): string => {
   try {
@@ -111,12 +112,17 @@ describe("the pipeline definition", () => {
       /stage "Gate_1": the name must be a DNS label/,
     ],
     [
-      "a Stack name over 42 characters",
+      `a Stack name over ${MAX_STACK_NAME} characters`,
       withStages([
         gate("gate", "warehouse"),
-        update("development-environment-number-one-xy", "dev", ["gate"]),
+        ...Object.keys(environments).flatMap((env) => [
+          preview(`${env}preview`, env, ["gate"]),
+          update(env === "dev" ? tooLong : env, env, [`${env}preview`]),
+        ]),
       ]),
-      /stage "development-environment-number-one-xy": its PKO Stack would be named "infra-development-environment-number-one-xy" \(43 characters\); PKO allows 42/,
+      new RegExp(
+        `stage "${tooLong}" \\(program "${escaped(longestName)}"\\): its PKO Stack would be named "${escaped(`${defaultPipeline.project}-${tooLong}-${longestName}`)}" \\(${MAX_STACK_NAME + 1} characters\\); PKO allows ${MAX_STACK_NAME}`,
+      ),
     ],
     [
       "a gate without approvers",
@@ -175,8 +181,15 @@ describe("the pipeline definition", () => {
     ],
     [
       "a workspace image without a pinned tag",
-      { ...defaultPipeline, stacks: { ...defaultPipeline.stacks, workspaceImage: "pulumi/pulumi" } },
-      /stacks.workspaceImage: must be an image with a pinned tag/,
+      {
+        ...defaultPipeline,
+        programs: defaultPipeline.programs.map((x, i) =>
+          i === 0 ? { ...x, workspaceImage: "pulumi/pulumi" } : x,
+        ),
+      },
+      new RegExp(
+        `programs\\.${escaped(firstProgram.name)}\\.workspaceImage: must be an image with a pinned tag`,
+      ),
     ],
     ...(
       [

@@ -1,21 +1,23 @@
 // The pure parts of `npm run plan -- --diff`: the diff of two plans, replacement, the tree by parent and the
 // renderers, over the planned platform and copies of it changed as a pull request would.
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
+import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline } from "../kargo/pipeline";
 import { diffPlans, changeTree, propertyChanges, type ProjectPlan } from "../lib/cli/plan/diff";
 import { renderDiff, type DiffReport } from "../lib/cli/plan/diff-format";
-import { canonicalType, yamlProgramPlan } from "../lib/cli/plan/diff-program";
+import { canonicalType, programPlans } from "../lib/cli/plan/diff-program";
 import { reviewSummary } from "../lib/cli/plan/diff-summary";
 import { planChain, repoRoot } from "../lib/cli/plan/projects";
+import { validatePipeline } from "../lib/pipeline/validate";
 
 const NODES = "eks:index:ManagedNodeGroup";
+const programs = validatePipeline(pipeline).programs;
 let base: ProjectPlan[];
 beforeAll(async () => {
-  base = [
-    ...(await planChain()),
-    yamlProgramPlan(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8")),
-  ] as ProjectPlan[];
+  base = [...(await planChain()), ...programPlans(repoRoot, programs).plans] as ProjectPlan[];
 });
 
 /** A copy of the plan with `change` applied to the resource of type `type` named `name`. */
@@ -93,8 +95,11 @@ describe("the plan diff", () => {
       resources: p.resources.filter((r) => !["aws:s3/bucket:Bucket", NODES].includes(r.type)),
     }));
     const loss = report(base, after).summary.loss;
+    // The programs' buckets, each protected (the policy pack's data-protected rule holds them to it).
+    const buckets = base.flatMap((p) => p.resources).filter((r) => r.type === "aws:s3/bucket:Bucket");
+    expect(buckets.length).toBeGreaterThan(0);
     expect(loss.map((f) => [f.name, f.flags])).toEqual([
-      ["bucket", ["protected"]],
+      ...buckets.map((b) => [b.name, ["protected"]]),
       ["platform-nodes", []],
     ]);
   });
@@ -126,6 +131,51 @@ describe("the plan diff", () => {
     const [root] = changeTree(project, base[0], after[0]);
     expect(root!.type).toBe("platform:cluster:PlatformCluster");
     expect(root!.children.map((c) => c.name)).toEqual(["platform-nodes"]);
+  });
+
+  it("plans each YAML program as its Pulumi.yaml declares it, and lists the others as not planned", () => {
+    const { plans, unplanned } = programPlans(repoRoot, programs);
+    const yaml = programs.filter((x) => x.runtime === "yaml");
+    expect(yaml.length).toBeGreaterThan(0);
+    expect(plans.map((p) => p.project)).toEqual(yaml.map((x) => x.project));
+    for (const [i, x] of yaml.entries()) {
+      const declared = YAML.parse(fs.readFileSync(path.join(repoRoot, x.dir, "Pulumi.yaml"), "utf8"));
+      expect(plans[i]!.resources.map((r) => r.name)).toEqual(Object.keys(declared.resources ?? {}));
+    }
+    expect(unplanned.map((x) => x.name)).toEqual(
+      programs.filter((x) => x.runtime !== "yaml").map((x) => x.name),
+    );
+    // A made-up tree: a YAML program and one of another runtime, whatever this pipeline's are.
+    const tree = fs.mkdtempSync(path.join(os.tmpdir(), "program-plans-"));
+    fs.mkdirSync(path.join(tree, "a"));
+    fs.writeFileSync(
+      path.join(tree, "a", "Pulumi.yaml"),
+      "name: made-up\nruntime: yaml\nresources:\n  q:\n    type: aws:sqs:Queue\n",
+    );
+    const other = { name: "b", dir: "b", project: "made-up-b", runtime: "python" };
+    expect(programPlans(tree, [{ name: "a", dir: "a", project: "made-up", runtime: "yaml" }, other])).toEqual(
+      {
+        plans: [
+          {
+            project: "made-up",
+            stack: "example",
+            resources: [expect.objectContaining({ type: "aws:sqs/queue:Queue", name: "q" })],
+          },
+        ],
+        unplanned: [other],
+      },
+    );
+  });
+
+  it("names each program it does not plan in every format", () => {
+    const unplanned = [{ name: "made-up", dir: "programs/made-up", project: "p", runtime: "go" }];
+    const r = { ...report(base, base), unplanned };
+    expect(renderDiff(r, "text")).toContain("Program made-up (go, programs/made-up): not planned offline");
+    expect(renderDiff(r, "markdown")).toMatch(
+      /### Programs not planned offline\n\n- made-up \(go, programs\/made-up\): not planned offline/,
+    );
+    expect(JSON.parse(renderDiff(r, "json")).unplanned).toEqual(unplanned);
+    expect(renderDiff(report(base, base), "markdown")).not.toContain("not planned offline");
   });
 
   it("reads Pulumi YAML's short type tokens as the provider's", () => {

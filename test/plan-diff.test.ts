@@ -1,8 +1,9 @@
 // `npm run plan -- --diff` between two real commits of a temporary repository (a copy of the tracked files,
-// node_modules linked): the second commit opens a port to the world, widens the environments' IAM policy,
-// deletes the promoted program's protected bucket (and adds an unprotected one) and adds a node. Each must
-// show under its heading, with the cost, and the policy pack must flag the ones that break a rule. One diff
-// run (two plans) for the whole file.
+// node_modules linked): the second commit opens a port to the world, widens every program's IAM policy in
+// every environment, deletes a promoted YAML program's protected resource (and adds an unprotected bucket)
+// and adds a node. Each must show under its heading, with the cost, and the policy pack must flag the ones
+// that break a rule. One diff run (two plans) for the whole file.
+import { policyResourceName } from "../lib/pipeline/access";
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -15,8 +16,10 @@ import { WEBHOOKS_LISTENER_PORT } from "../kargo/warehouseWebhook";
 import { price } from "../lib/cli/plan/costs";
 import type { ChangeNode, ResourceChange } from "../lib/cli/plan/diff";
 import type { PolicyViolation } from "../lib/cli/plan/diff-format";
+import { canonicalType, type PromotedProgram } from "../lib/cli/plan/diff-program";
 import type { ReviewSummary } from "../lib/cli/plan/diff-summary";
 import { repoRoot } from "../lib/cli/plan/projects";
+import { validatePipeline } from "../lib/pipeline/validate";
 
 const run = promisify(execFile);
 const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
@@ -42,6 +45,7 @@ interface JsonReport {
   base: { ref: string; commit: string };
   summary: ReviewSummary;
   violations: PolicyViolation[];
+  unplanned: PromotedProgram[];
   projects: { project: string; changes: ResourceChange[]; tree: ChangeNode[] }[];
 }
 
@@ -49,6 +53,28 @@ const exampleCluster = YAML.parse(fs.readFileSync(path.join(repoRoot, "cluster/P
   .config as Record<string, unknown>;
 const nodes = exampleCluster["cluster:nodeDesiredSize"] as number;
 const environments = Object.keys(pipeline.environments);
+const programs = validatePipeline(pipeline).programs;
+/** Each program's policy in each environment, as kargo/index.ts names them. */
+const programPolicies = programs
+  .filter((x) => x.aws)
+  .flatMap((x) => environments.map((env) => policyResourceName(x.name, env)));
+/** A YAML program with a protected resource, and that resource: what the second commit deletes. */
+const [yamlProgram, protectedName, protectedDecl] = programs
+  .filter((x) => x.runtime === "yaml")
+  .flatMap((x) => {
+    const declared = YAML.parse(fs.readFileSync(path.join(repoRoot, x.dir, "Pulumi.yaml"), "utf8"));
+    return Object.entries<{ type: string; options?: { protect?: boolean } }>(declared.resources ?? {})
+      .filter(([, r]) => r.options?.protect === true)
+      .map(([name, r]) => [x, name, r] as const);
+  })[0]!;
+/** The bucket the second commit adds: a name the program does not use yet. */
+const added = ["logs", "logs-2", "logs-3"].find(
+  (n) =>
+    !Object.hasOwn(
+      YAML.parse(fs.readFileSync(path.join(repoRoot, yamlProgram.dir, "Pulumi.yaml"), "utf8")).resources,
+      n,
+    ),
+)!;
 
 describe("npm run plan -- --diff, between two commits", () => {
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), "plan-diff-repo-"));
@@ -61,7 +87,10 @@ describe("npm run plan -- --diff, between two commits", () => {
   afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
 
   beforeAll(async () => {
-    const tracked = (await run("git", ["ls-files", "-z"], { cwd: repoRoot })).stdout
+    // The working tree as a fresh clone of it would have it: tracked and new files, none ignored.
+    const tracked = (
+      await run("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: repoRoot })
+    ).stdout
       .split("\0")
       .filter(Boolean);
     for (const file of tracked) {
@@ -84,9 +113,12 @@ describe("npm run plan -- --diff, between two commits", () => {
         "kargo:webhookAllowedCidrs:\n    - 0.0.0.0/0\n",
       ),
     );
-    // Widens every environment's program policy from its buckets to every resource.
+    // Widens every program's policy from its buckets to every resource.
     edit(path.join(repo, "kargo/programPolicy.ts"), (t) =>
-      t.replace("const resource = bucketArn(p, env.pulumiStack, partition);", 'const resource = "*";'),
+      t.replace(
+        /const bucketArns = \(([^)]*)\) =>[^;]*;/,
+        'const bucketArns = (_project: string, _scope: AccessScope) => ["*"];',
+      ),
     );
     // Adds a node.
     edit(path.join(repo, "cluster/Pulumi.example.yaml"), (t) =>
@@ -98,11 +130,11 @@ describe("npm run plan -- --diff, between two commits", () => {
           (_, max: string) => `cluster:nodeMaxSize: ${Math.max(Number(max), nodes + 1)}`,
         ),
     );
-    // Deletes the promoted program's protected bucket and adds one that is not protected.
-    edit(path.join(repo, "Pulumi.yaml"), (t) => {
+    // Deletes the YAML program's protected resource and adds a bucket that is not protected.
+    edit(path.join(repo, yamlProgram.dir, "Pulumi.yaml"), (t) => {
       const doc = YAML.parseDocument(t);
-      doc.deleteIn(["resources", "bucket"]);
-      doc.setIn(["resources", "logs"], { type: "aws:s3:Bucket", properties: { bucketPrefix: "logs-" } });
+      doc.deleteIn(["resources", protectedName]);
+      doc.setIn(["resources", added], { type: "aws:s3:Bucket", properties: { bucketPrefix: "logs-" } });
       return doc.toString();
     });
     await git("commit", "--quiet", "--all", "-m", "after");
@@ -134,29 +166,41 @@ describe("npm run plan -- --diff, between two commits", () => {
     );
   });
 
-  it("shows every environment's widened IAM policy under privilege, and the policy pack blocks each", () => {
-    for (const env of environments) {
-      const finding = report.summary.privilege.find((f) => f.name === `promoted-program-${env}`);
-      expect(finding?.flags, env).toContain("allows actions on every resource (*)");
+  it("shows every program's widened IAM policy in every environment under privilege, and the policy pack blocks each", () => {
+    expect(programPolicies.length).toBeGreaterThan(0);
+    for (const name of programPolicies) {
+      const finding = report.summary.privilege.find((f) => f.name === name);
+      expect(finding?.flags, name).toContain("allows actions on every resource (*)");
       expect(
-        finding?.lines.some((l) => /^\s*\+ .*Allow .*s3:DeleteBucket.* on \*/.test(l)),
-        env,
+        finding?.lines.some((l) => /^\s*\+ .*Allow .* on \*/.test(l)),
+        name,
       ).toBe(true);
-      expect(report.violations, env).toContainEqual(
-        expect.objectContaining({ policy: "iam-no-write-on-star", name: `promoted-program-${env}` }),
+      expect(report.violations, name).toContainEqual(
+        expect.objectContaining({ policy: "iam-no-write-on-star", name }),
       );
     }
   });
 
-  it("lists the protected bucket's deletion first under loss", () => {
+  it("lists the YAML program's protected resource's deletion first under loss", () => {
     const [first] = report.summary.loss;
-    expect(first).toMatchObject({ kind: "remove", name: "bucket", type: "aws:s3/bucket:Bucket" });
+    expect(first).toMatchObject({
+      kind: "remove",
+      project: yamlProgram.project,
+      name: protectedName,
+      type: canonicalType(protectedDecl.type),
+    });
     expect(first!.flags).toContain("protected");
   });
 
   it("blocks the unprotected bucket that was added", () => {
     expect(report.violations).toContainEqual(
-      expect.objectContaining({ policy: "data-protected", name: "logs" }),
+      expect.objectContaining({ policy: "data-protected", name: added }),
+    );
+  });
+
+  it("names the programs it does not plan offline", () => {
+    expect(report.unplanned.map((x) => x.name)).toEqual(
+      programs.filter((x) => x.runtime !== "yaml").map((x) => x.name),
     );
   });
 

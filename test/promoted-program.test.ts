@@ -1,31 +1,55 @@
-// The program the pipeline promotes (Pulumi.yaml at the root), its Stack templates in stacks/, and the
-// policy each environment's identity gets for it.
+// The programs the pipeline promotes (kargo/pipeline.ts `programs`, each a folder of programs/), their Stack
+// templates in stacks/, and the policy each environment's identity gets for each.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import {
-  previewPolicy,
+  bucketAccess,
+  bucketLifecycleAccess,
+  bucketTypes,
+  lifecycleTypes,
   programActions,
-  programPolicy,
   programReadActions,
   programWriteActions,
 } from "../kargo/programPolicy";
+import { previewPolicy, updatePolicy } from "../lib/pipeline/access";
+import { programStages, type ProgramStage } from "../lib/pipeline/graph";
+import { stackManifestFile, stackObjectName } from "../lib/pipeline/names";
 import { promotionTaskSpec } from "../lib/pipeline/promotion";
-import { stackManifest } from "../lib/pipeline/stack-manifest";
+import { stackManifest, workspaceEnv } from "../lib/pipeline/stack-manifest";
+import { MAX_STACK_NAME, WORKSPACE_IMAGES, type Pipeline, type Program } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { renderStacks } from "../lib/pipeline/stacks";
 import { repoRoot } from "../lib/cli/plan/projects";
 import type { KubeObject } from "../lib/crds/validate";
 import { getValidator } from "./crds-support";
-import { Obj } from "./kargo-support";
+import { projectFile, unusedName, type Obj } from "./kargo-support";
 
-describe("the promoted program", () => {
-  const program = YAML.parse(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
-  it("is a Pulumi YAML program making one private, encrypted, versioned bucket, protected, with the provider pinned", () => {
+const pipeline = validatePipeline(definition);
+const programOf = (p: Pipeline, s: ProgramStage) => p.programs.find((x) => x.name === s.program)!;
+/** The workspace image a program declares, or none. */
+const declaredImage = (x: Program) => definition.programs.find((d) => d.name === x.name)!.workspaceImage;
+
+// The example's two programs, by their folders: the tests below that name them are about their files.
+const bucketDir = "programs/bucket";
+const lifecycleDir = "programs/bucket-lifecycle";
+const bucketProgram = pipeline.programs.find((x) => x.dir === bucketDir)!;
+const lifecycleProgram = pipeline.programs.find((x) => x.dir === lifecycleDir)!;
+const readYaml = (file: string) => YAML.parse(fs.readFileSync(path.join(repoRoot, file), "utf8"));
+
+describe("the promoted programs", () => {
+  const program = readYaml(`${bucketDir}/Pulumi.yaml`);
+
+  it("include programs/bucket, a Pulumi YAML program making one private, encrypted, versioned bucket, protected, with the provider pinned", () => {
+    expect(bucketProgram).toBeDefined();
+    expect(bucketProgram).toMatchObject({ project: program.name, runtime: "yaml" });
+    expect(program.runtime).toBe("yaml");
     const { bucket, publicAccessBlock, versioning, encryption, ownership } = program.resources;
     expect(bucket).toMatchObject({ type: "aws:s3:Bucket", options: { protect: true } });
+    // Named after its stack: each environment's role may manage only buckets with that prefix.
+    expect(bucket.properties.bucketPrefix).toBe("${pulumi.project}-${pulumi.stack}-");
     expect(publicAccessBlock.properties).toMatchObject({
       blockPublicAcls: true,
       blockPublicPolicy: true,
@@ -38,40 +62,99 @@ describe("the promoted program", () => {
     for (const [name, resource] of Object.entries<any>(program.resources))
       expect(resource.options.version, name).toBe("7.48.0");
   });
+
+  it("include programs/bucket-lifecycle, which runs after the bucket program and reads that program's stack", () => {
+    expect(lifecycleProgram).toBeDefined();
+    expect(lifecycleProgram.dependsOn).toContain(bucketProgram.name);
+    expect(readYaml(`${lifecycleDir}/Pulumi.yaml`).config.bucketProject.default).toBe(bucketProgram.project);
+  });
+
+  it("are each declared with the project and runtime of their own Pulumi.yaml, and have a config file per environment", () => {
+    expect(new Set(pipeline.programs.map((x) => x.project)).size).toBe(pipeline.programs.length);
+    for (const x of pipeline.programs) {
+      const file = projectFile(repoRoot, x);
+      expect(x.project, x.name).toBe(file.name);
+      expect(x.runtime, x.name).toBe(file.runtimeName);
+      expect(x.workspaceImage, x.name).toBe(declaredImage(x) ?? WORKSPACE_IMAGES[file.runtimeName]);
+      for (const env of Object.values(pipeline.environments))
+        expect(fs.existsSync(path.join(repoRoot, x.dir, `Pulumi.${env.pulumiStack}.yaml`)), x.name).toBe(
+          true,
+        );
+    }
+  });
 });
 
 describe("stacks/", () => {
-  const pipeline = validatePipeline(definition);
-  const dir = path.join(repoRoot, "stacks");
+  const dir = path.join(repoRoot, pipeline.stacks.dir);
+  const yamlFiles = () =>
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(".yaml"))
+      .sort();
+  const manifests = () =>
+    yamlFiles().map((f) => YAML.parse(fs.readFileSync(path.join(dir, f), "utf8")) as Obj);
+  const manifestOf = (stage: string) =>
+    YAML.parse(fs.readFileSync(path.join(dir, stackManifestFile(stage)), "utf8")) as Obj;
 
-  it("holds exactly the templates the pipeline generates (run `npm run stacks` after editing kargo/pipeline.ts)", () => {
+  it("holds exactly the templates the pipeline generates, one per program stage (run `npm run stacks` after editing kargo/pipeline.ts)", () => {
     const expected = renderStacks(pipeline);
-    expect(
-      fs
-        .readdirSync(dir)
-        .filter((f) => f.endsWith(".yaml"))
+    expect(yamlFiles()).toEqual([...expected.keys()].sort());
+    expect(yamlFiles()).toEqual(
+      programStages(pipeline)
+        .map((s) => stackManifestFile(s.name))
         .sort(),
-    ).toEqual([...expected.keys()].sort());
+    );
     for (const [file, content] of expected) {
       expect(fs.readFileSync(path.join(dir, file), "utf8"), file).toBe(content);
     }
   });
 
-  const manifests = () =>
-    fs
-      .readdirSync(dir)
-      .filter((f) => f.endsWith(".yaml"))
-      .map((f) => YAML.parse(fs.readFileSync(path.join(dir, f), "utf8")) as Obj);
+  it("runs in each program stage that program's folder, the stack of its project in the stage's environment, in its runtime's image", () => {
+    for (const s of programStages(pipeline)) {
+      const m = manifestOf(s.name);
+      const x = programOf(pipeline, s);
+      const file = projectFile(repoRoot, x);
+      expect(m.metadata.name, s.name).toBe(stackObjectName(pipeline, s.name));
+      expect(m.metadata.labels, s.name).toMatchObject({
+        "app.kubernetes.io/instance": s.name,
+        "app.kubernetes.io/name": x.name,
+      });
+      expect(m.spec.projectRepo, s.name).toBe(pipeline.source.repoURL);
+      expect(m.spec.repoDir, s.name).toBe(x.dir);
+      expect(m.spec.stack, s.name).toBe(
+        `${pipeline.pulumi.organization}/${file.name}/${pipeline.environments[s.environment]!.pulumiStack}`,
+      );
+      expect(m.spec.workspaceTemplate.spec.image, s.name).toBe(
+        declaredImage(x) ?? WORKSPACE_IMAGES[file.runtimeName],
+      );
+      expect(m.spec.workspaceTemplate.spec.image, s.name).toMatch(
+        /(:\d+\.\d+\.\d+[\w.-]*|@sha256:[0-9a-f]{64})$/,
+      );
+    }
+    // No two Stacks run the same program's stack for the same declared stage.
+    const runs = programStages(pipeline).map((s) => `${s.declared} ${manifestOf(s.name).spec.stack}`);
+    expect(new Set(runs).size).toBe(runs.length);
+  });
 
-  it("previews refresh like their update, never destroy anything, and preview the stack their update deploys", () => {
-    for (const s of pipeline.stages.filter((s) => s.kind === "preview")) {
-      const previewStack = manifests().find((m) => m.metadata.name === `infra-${s.name}`)!;
-      const updateStage = pipeline.stages.find(
-        (u) => u.kind === "update" && u.environment === s.environment,
-      )!;
-      const updateStack = manifests().find((m) => m.metadata.name === `infra-${updateStage.name}`)!;
+  it("previews refresh like their update, never destroy anything, and preview the stack their update deploys (same program, same environment)", () => {
+    const stages = programStages(pipeline);
+    const previews = stages.filter((s) => s.kind === "preview");
+    expect(previews).toHaveLength(
+      pipeline.programs.length * pipeline.stages.filter((s) => s.kind === "preview").length,
+    );
+    for (const s of previews) {
+      const previewStack = manifestOf(s.name);
+      const updates = stages.filter(
+        (u) => u.kind === "update" && u.environment === s.environment && u.program === s.program,
+      );
+      expect(updates, s.name).toHaveLength(1);
+      const updateStack = manifestOf(updates[0]!.name);
       expect(previewStack.spec).toMatchObject({ preview: true, destroyOnFinalize: false });
       expect(previewStack.spec.stack).toBe(updateStack.spec.stack);
+      expect(previewStack.spec.repoDir).toBe(updateStack.spec.repoDir);
+      expect(previewStack.spec.workspaceTemplate.spec.image).toBe(
+        updateStack.spec.workspaceTemplate.spec.image,
+      );
       expect(updateStack.spec).toMatchObject({ destroyOnFinalize: false });
       expect(updateStack.spec.preview).toBeUndefined();
       expect(previewStack.spec.refresh).toBe(updateStack.spec.refresh);
@@ -79,7 +162,7 @@ describe("stacks/", () => {
     }
   });
 
-  it("destroys on deletion only the update Stack of an environment marked ephemeral", () => {
+  it("destroys on deletion only the update Stacks of an environment marked ephemeral", () => {
     const [env, ...others] = Object.keys(definition.environments);
     const ephemeral = validatePipeline({
       ...definition,
@@ -88,54 +171,74 @@ describe("stacks/", () => {
         [env!]: { ...definition.environments[env!]!, ephemeral: true },
       },
     });
-    for (const s of ephemeral.stages.filter((s) => s.kind !== "gate")) {
+    const stages = programStages(ephemeral);
+    for (const s of stages) {
       const { destroyOnFinalize } = stackManifest(ephemeral, s).spec;
       expect(destroyOnFinalize, s.name).toBe(s.kind === "update" && s.environment === env);
     }
-    expect(ephemeral.stages.some((s) => s.kind === "update" && s.environment === env)).toBe(true);
-    expect(ephemeral.stages.some((s) => s.kind === "update" && others.includes(s.environment))).toBe(
-      others.length > 0,
+    expect(stages.filter((s) => s.kind === "update" && s.environment === env)).toHaveLength(
+      ephemeral.programs.length,
     );
+    expect(stages.some((s) => s.kind === "update" && others.includes(s.environment))).toBe(others.length > 0);
   });
 
-  it("runs every Stack under the IRSA ServiceAccount with the token Secret and a pinned slim image, without AWS keys", () => {
+  it("runs every Stack under the IRSA ServiceAccount with the token Secret and a pinned image, without AWS keys", () => {
+    const stages = programStages(pipeline);
+    expect(manifests()).toHaveLength(stages.length);
     for (const m of manifests()) {
-      expect(m.metadata.name.length).toBeLessThanOrEqual(42);
+      expect(m.metadata.name.length).toBeLessThanOrEqual(MAX_STACK_NAME);
+      expect(m.metadata.namespace).toBe(pipeline.stacks.namespace);
       expect(m.metadata.annotations["argocd.argoproj.io/sync-options"]).toBe("Prune=false,Delete=false");
       // Each environment's own identity for an update, the read-only one for a preview.
-      const stage = pipeline.stages.find((s) => s.name === m.metadata.labels["app.kubernetes.io/instance"]);
-      const suffix = stage!.kind === "preview" ? "preview" : (stage as { environment: string }).environment;
-      expect(m.spec.serviceAccountName).toBe(`${setupDefaults.stackServiceAccount}-${suffix}`);
-      expect(Object.keys(m.spec.envRefs)).toEqual(["PULUMI_ACCESS_TOKEN"]);
+      const stage = stages.find((s) => s.name === m.metadata.labels["app.kubernetes.io/instance"])!;
+      expect(stage, m.metadata.name).toBeDefined();
+      const suffix = stage.kind === "preview" ? "preview" : stage.environment;
+      expect(m.spec.serviceAccountName).toBe(`${pipeline.stacks.serviceAccountName}-${suffix}`);
+      expect(m.spec.envRefs).toEqual({
+        PULUMI_ACCESS_TOKEN: {
+          type: "Secret",
+          secret: { name: pipeline.stacks.accessTokenSecret, key: "accessToken" },
+        },
+      });
       expect(JSON.stringify(m)).not.toMatch(/AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY/);
-      expect(m.spec.workspaceTemplate.spec.image).toMatch(/^pulumi\/pulumi-base:\d+\.\d+\.\d+$/);
-      expect(m.spec.stack).toMatch(
-        new RegExp(`^${pipeline.pulumi.organization}/${pipeline.pulumi.project}/`),
-      );
       // Config comes from Pulumi.<stack>.yaml at the promoted commit, so it passes the gates with the program.
       expect(m.spec.config).toBeUndefined();
     }
   });
 
-  it("sizes each workspace for the AWS provider, removes it after success, and gives uid 1000 a writable PULUMI_HOME", () => {
-    for (const m of manifests()) {
-      const ws = m.spec.workspaceTemplate.spec;
+  it("sizes each workspace as its program asks, removes it after success, and gives uid 1000 HOME and PULUMI_HOME in the pod's volume", () => {
+    for (const s of programStages(pipeline)) {
+      const x = programOf(pipeline, s);
+      const ws = manifestOf(s.name).spec.workspaceTemplate.spec;
       expect(ws.securityProfile).toBe("restricted");
-      expect(ws.resources).toEqual({
-        requests: { cpu: "250m", memory: "640Mi" },
-        limits: { memory: "1536Mi" },
+      const declared = definition.programs.find((d) => d.name === x.name)!.resources;
+      expect(ws.resources, s.name).toEqual(declared ?? pipeline.stacks.workspaceResources);
+      expect(manifestOf(s.name).spec.workspaceReclaimPolicy).toBe("Delete");
+      const env = Object.fromEntries(
+        (ws.env as { name: string; value: string }[]).map((e) => [e.name, e.value]),
+      );
+      // Both in the pod's own volume: none of the language images has a home uid 1000 may write.
+      const pod = ws.podTemplate.spec;
+      const mount = pod.containers[0].volumeMounts.find(
+        (v: { mountPath: string }) => v.mountPath === env.HOME,
+      );
+      expect(mount, s.name).toBeDefined();
+      expect(env.PULUMI_HOME, s.name).toBe(env.HOME);
+      expect(
+        pod.volumes.find((v: { name: string }) => v.name === mount.name),
+        s.name,
+      ).toEqual({
+        name: mount.name,
+        emptyDir: {},
       });
-      expect(m.spec.workspaceReclaimPolicy).toBe("Delete");
-      expect(ws.env).toEqual([{ name: "PULUMI_HOME", value: "/pulumi-home" }]);
+      expect(ws.env, s.name).toEqual(workspaceEnv(projectFile(repoRoot, x).runtimeName));
     }
   });
 
   it("keeps PULUMI_HOME on an emptyDir of the pod; with a plugin cache, only PULUMI_HOME/plugins outlives it, on a claim of the Stack's own stage, writable to uid 1000", () => {
     const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
     const templates = (p: typeof pipeline) =>
-      p.stages
-        .filter((s) => s.kind !== "gate")
-        .map((s) => ({ s, ws: stackManifest(p, s).spec.workspaceTemplate!.spec! }));
+      programStages(p).map((s) => ({ s, ws: stackManifest(p, s).spec.workspaceTemplate!.spec! }));
     const mountsOf = (pod: any) =>
       Object.fromEntries(pod.containers[0].volumeMounts.map((v: any) => [v.mountPath, v.name])) as Record<
         string,
@@ -165,16 +268,16 @@ describe("stacks/", () => {
         expect(pod.securityContext).toEqual({ fsGroup: 1000, fsGroupChangePolicy: "OnRootMismatch" });
         expect(Object.keys(mountsOf(pod)).sort()).toEqual([home, `${home}/plugins`]);
         expect(volumeAt(pod, `${home}/plugins`).persistentVolumeClaim).toEqual({
-          claimName: `${p.project}-${s.name}-plugins`,
+          claimName: `${stackObjectName(p, s.name)}-plugins`,
         });
         claims.add(volumeAt(pod, `${home}/plugins`).persistentVolumeClaim.claimName);
       }
     }
     // One claim per Stack: a ReadWriteOnce volume attaches to one node, and a preview and its environment's
-    // update can run at once.
+    // update can run at once, as can two programs' stages.
     expect(claims.size).toBe(templates(on).length);
     // The Stacks with a cache pass PKO's CRD schema as the ones in stacks/ do (test/kube applies those).
-    const withCache = on.stages.filter((s) => s.kind !== "gate").map((s) => stackManifest(on, s));
+    const withCache = programStages(on).map((s) => stackManifest(on, s));
     expect(getValidator().validate(withCache as KubeObject[]).errors).toEqual([]);
     const misspelt = structuredClone(withCache[0]!) as any;
     misspelt.spec.workspaceTemplate.spec.podTemplate.spec.volumes[1].persistentVolumeClaim.claim = "x";
@@ -194,12 +297,12 @@ describe("stacks/", () => {
   it("holds spec.commit as a scalar the promotion's yaml-update can replace", () => {
     // Kargo's yaml-update rewrites only a key path that reaches an existing scalar and fails the promotion
     // with "key path not found" otherwise (akuity/kargo v1.11.2 pkg/yaml/yaml.go, findScalarNode).
-    const steps = promotionTaskSpec(validatePipeline(definition), "argocd").steps;
+    const steps = promotionTaskSpec(pipeline, "argocd").steps;
     const keys = steps
       .filter((s) => s.uses === "yaml-update")
       .flatMap((s) => (s.config as any).updates.map((u: any) => u.key));
     expect(keys).toEqual(["spec.commit"]);
-    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".yaml"))) {
+    for (const file of yamlFiles()) {
       const doc = YAML.parseDocument(fs.readFileSync(path.join(dir, file), "utf8"));
       for (const key of keys) {
         expect(YAML.isScalar(doc.getIn(key.split("."), true)), `${file}: ${key} is a scalar`).toBe(true);
@@ -208,23 +311,46 @@ describe("stacks/", () => {
   });
 });
 
-const setupDefaults = { stackServiceAccount: "pulumi-stacks" };
+describe("the promoted programs' policies", () => {
+  const program = readYaml(`${bucketDir}/Pulumi.yaml`);
+  const yamlTypes = [...new Set(Object.values<{ type: string }>(program.resources).map((r) => r.type))];
+  // `new aws.<module>.<Type>(` in the TypeScript program is the resource type `aws:<module>:<Type>`.
+  const source = fs.readFileSync(path.join(repoRoot, lifecycleDir, "index.ts"), "utf8");
+  const typescriptTypes = [
+    ...new Set([...source.matchAll(/new aws\.(\w+)\.(\w+)\(/g)].map((m) => `aws:${m[1]}:${m[2]}`)),
+  ];
+  const lifecycleActions = ["s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration"];
+  const bucketsOf = (stack: string) => `arn:aws:s3:::${bucketProgram.project}-${stack}-*`;
+  const sameAccount = { StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } };
+  type Statement = { Sid?: string; Action: string[]; Resource: string[]; Condition?: unknown };
 
-describe("the promoted program's policy", () => {
-  const pipeline = validatePipeline(definition);
-  const program = YAML.parse(fs.readFileSync(path.join(repoRoot, "Pulumi.yaml"), "utf8"));
-  const declaredTypes = [...new Set(Object.values<{ type: string }>(program.resources).map((r) => r.type))];
-
-  it("has the provider's action list for every resource type the program declares, and no other", () => {
-    expect(Object.keys(programActions).sort()).toEqual(declaredTypes.sort());
-    for (const type of declaredTypes) {
+  it("has the provider's action list for every resource type the programs declare, and no other", () => {
+    expect([...bucketTypes].sort()).toEqual(yamlTypes.sort());
+    expect(typescriptTypes.length).toBeGreaterThan(0);
+    expect([...lifecycleTypes].sort()).toEqual(typescriptTypes.sort());
+    expect(Object.keys(programActions).sort()).toEqual(
+      [...new Set([...yamlTypes, ...typescriptTypes])].sort(),
+    );
+    for (const type of Object.keys(programActions)) {
       expect(programActions[type]!.read.length, type).toBeGreaterThan(0);
       expect(programActions[type]!.write.length, type).toBeGreaterThan(0);
     }
   });
 
+  it("are declared in kargo/pipeline.ts: the bucket program's buckets, and the lifecycle program's access to the bucket program's", () => {
+    expect(bucketProgram.aws).toBe(bucketAccess);
+    const expected = bucketLifecycleAccess(bucketProgram.name);
+    for (const env of Object.keys(pipeline.environments))
+      expect(updatePolicy(pipeline, lifecycleProgram, env), env).toEqual(
+        updatePolicy(pipeline, { ...lifecycleProgram, aws: expected }, env),
+      );
+    expect(previewPolicy(pipeline, lifecycleProgram)).toEqual(
+      previewPolicy(pipeline, { ...lifecycleProgram, aws: expected }),
+    );
+  });
+
   it("lists exact actions: no wildcard, no bucket policy, ACL or object writes that could make a bucket public", () => {
-    const actions = [...programReadActions, ...programWriteActions];
+    const actions = [...programReadActions, ...programWriteActions, ...lifecycleActions];
     for (const action of actions) expect(action).toMatch(/^s3:[A-Za-z]+$/);
     for (const forbidden of [
       "s3:PutBucketPolicy",
@@ -253,30 +379,54 @@ describe("the promoted program's policy", () => {
     );
   });
 
-  it("scopes each environment to its own stack's buckets in the role's own account", () => {
-    const [env, { pulumiStack }] = Object.entries(pipeline.environments)[0]!;
-    const dev = programPolicy(pipeline, env) as { Statement: any[] };
-    const all = dev.Statement.flatMap((s) => s.Action);
-    expect(new Set(all)).toEqual(new Set([...programReadActions, ...programWriteActions]));
-    for (const statement of dev.Statement)
-      expect(statement.Resource).toBe(`arn:aws:s3:::${pipeline.pulumi.project}-${pulumiStack}-*`);
-    const managed = dev.Statement.find((s) => s.Sid === "ManageProgramBuckets");
-    expect(managed.Condition).toEqual({ StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } });
-    expect(dev.Statement.find((s) => s.Sid === "CreateProgramBuckets").Action).toEqual([
-      "s3:CreateBucket",
-      "s3:TagResource",
-    ]);
-    expect(() => programPolicy(pipeline, "no-such-env")).toThrow(/no environment "no-such-env"/);
+  it("scopes the bucket program in each environment to its own stack's buckets in the role's own account", () => {
+    for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
+      const statements = updatePolicy(pipeline, bucketProgram, env)!.Statement as Statement[];
+      expect(new Set(statements.flatMap((s) => s.Action))).toEqual(
+        new Set([...programReadActions, ...programWriteActions]),
+      );
+      for (const statement of statements) expect(statement.Resource, env).toEqual([bucketsOf(pulumiStack)]);
+      expect(statements.find((s) => s.Sid === "ManageProgramBuckets")!.Condition).toEqual(sameAccount);
+      expect(statements.find((s) => s.Sid === "CreateProgramBuckets")!.Action).toEqual([
+        "s3:CreateBucket",
+        "s3:TagResource",
+      ]);
+    }
+    const unknown = unusedName("no-such-env", Object.keys(pipeline.environments));
+    expect(() => updatePolicy(pipeline, bucketProgram, unknown)).toThrow(`no environment "${unknown}"`);
+  });
+
+  it("lets the lifecycle program in each environment only read and write the lifecycle configuration of the bucket program's buckets there", () => {
+    for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
+      const statements = updatePolicy(pipeline, lifecycleProgram, env)!.Statement as Statement[];
+      expect(statements, env).toHaveLength(1);
+      expect([...statements[0]!.Action].sort()).toEqual(lifecycleActions);
+      expect(statements[0]!.Resource, env).toEqual([bucketsOf(pulumiStack)]);
+      expect(statements[0]!.Condition).toEqual(sameAccount);
+    }
+    const unknown = unusedName(
+      "no-such-program",
+      pipeline.programs.map((x) => x.name),
+    );
+    const [env] = Object.keys(pipeline.environments);
+    expect(() =>
+      updatePolicy(pipeline, { ...lifecycleProgram, aws: bucketLifecycleAccess(unknown) }, env!),
+    ).toThrow(`no program "${unknown}" in the pipeline`);
   });
 
   it("lets previews read every environment's buckets and change nothing", () => {
-    const preview = previewPolicy(pipeline) as { Statement: any[] };
-    expect(preview.Statement).toHaveLength(1);
-    expect(preview.Statement[0].Resource).toEqual(
-      Object.values(pipeline.environments).map(
-        (e) => `arn:aws:s3:::${pipeline.pulumi.project}-${e.pulumiStack}-*`,
-      ),
-    );
-    for (const action of preview.Statement[0].Action) expect(programWriteActions).not.toContain(action);
+    const everyEnvironment = Object.values(pipeline.environments).map((e) => bucketsOf(e.pulumiStack));
+    const writes = [...programWriteActions, "s3:PutLifecycleConfiguration"];
+    for (const x of [bucketProgram, lifecycleProgram]) {
+      const statements = previewPolicy(pipeline, x)!.Statement as Statement[];
+      expect(statements, x.name).toHaveLength(1);
+      expect(statements[0]!.Resource, x.name).toEqual(everyEnvironment);
+      expect(statements[0]!.Condition, x.name).toEqual(sameAccount);
+      for (const action of statements[0]!.Action) expect(writes, x.name).not.toContain(action);
+    }
+    expect(previewPolicy(pipeline, bucketProgram)!.Statement[0]!.Action).toEqual(programReadActions);
+    expect(previewPolicy(pipeline, lifecycleProgram)!.Statement[0]!.Action).toEqual([
+      "s3:GetLifecycleConfiguration",
+    ]);
   });
 });

@@ -1,16 +1,21 @@
 // The review workflows, offline: the plan diff of a pull request (computed without secrets, posted by a
 // workflow that runs none of the pull request's code, one comment edited on re-runs), the policy pack in
-// every preview and deploy, and the drift report (a refresh preview with the read-only identity of every
-// platform stack and every environment at the commit it last ran). Scripts run as they are written.
+// every preview and deploy, each promoted program's toolchain in the composite action, and the drift report
+// (a refresh preview with the read-only identity of every platform stack and of every program's stack in
+// every environment at the commit it last ran). Scripts run as they are written.
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import { Evaluator, Lexer, Parser, data } from "@actions/expressions";
+import { truthy } from "@actions/expressions/result";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
+import { programStages } from "../lib/pipeline/graph";
 import { stackManifestFile } from "../lib/pipeline/names";
+import { WORKSPACE_IMAGES } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { projectOrder, repoRoot } from "../lib/cli/plan/projects";
 
@@ -21,9 +26,11 @@ const workflow = (name: string) => YAML.parse(text(name));
 type Step = {
   uses?: string;
   run?: string;
+  if?: string;
   with?: Record<string, string>;
   env?: Record<string, string>;
   id?: string;
+  "working-directory"?: string;
 };
 const action = YAML.parse(fs.readFileSync(path.join(github, "actions", "pulumi", "action.yml"), "utf8"));
 const pulumiStep = action.runs.steps.find((s: Step) => s.uses?.startsWith("pulumi/actions@")) as Step;
@@ -140,9 +147,82 @@ describe("the policy pack in CI", () => {
       expect(calls.length, name).toBeGreaterThan(0);
       for (const call of calls) expect(call.with?.["policy-pack"], name).toBeUndefined();
     }
-    // The pack is a Node.js program: its packages are installed for the promoted (YAML) program too.
-    const install = action.runs.steps.find((s: Step) => s.run === "npm ci");
+    // The pack is a Node.js program: its packages are installed for a promoted YAML program too.
+    const install = action.runs.steps.find((s: Step) => s.run === "npm ci" && !s["working-directory"]);
     expect(install.if).toContain("inputs.policy-pack != ''");
+    expect(runningSteps({ "policy-pack": "policy", "program-runtime": "yaml", node: "false" })).toContain(
+      install,
+    );
+  });
+});
+
+/** The composite action's steps that run for `inputs` (its defaults for the rest), as GitHub evaluates each `if`. */
+function runningSteps(inputs: Record<string, string>): Step[] {
+  const all = {
+    ...Object.fromEntries(
+      Object.entries<{ default?: string }>(action.inputs).map(([k, v]) => [k, v.default ?? ""]),
+    ),
+    ...inputs,
+  };
+  const context = new data.Dictionary({
+    key: "inputs",
+    value: JSON.parse(JSON.stringify(all), data.reviver),
+  });
+  return (action.runs.steps as Step[]).filter((step) => {
+    if (step.if === undefined) return true;
+    const expr = new Parser(new Lexer(step.if).lex().tokens, ["inputs"], []).parse();
+    return truthy(new Evaluator(expr, context, new Map()).evaluate());
+  });
+}
+
+describe("a promoted program in the composite action", () => {
+  const base = { command: "preview", "work-dir": "programs/x", node: "false", "policy-pack": "" };
+  const programSteps = (runtime: string) => {
+    const platform = runningSteps({ ...base, "program-runtime": "" });
+    return runningSteps({ ...base, "program-runtime": runtime }).filter((s) => !platform.includes(s));
+  };
+
+  it("sets up nothing more for a platform project or a YAML program (the CLI runs YAML itself)", () => {
+    expect(programSteps("yaml")).toEqual([]);
+    expect(runningSteps({ ...base, "program-runtime": "" }).map((s) => s.uses?.split("@")[0])).toEqual([
+      "pulumi/auth-actions",
+      "aws-actions/configure-aws-credentials",
+      "pulumi/actions",
+    ]);
+  });
+
+  it("sets up every other runtime with a workspace image, and installs what its folder locks there", () => {
+    const runtimes = Object.keys(WORKSPACE_IMAGES).filter((r) => r !== "yaml");
+    expect(runtimes.length).toBeGreaterThan(0);
+    for (const runtime of runtimes) {
+      const steps = programSteps(runtime);
+      expect(steps.length, runtime).toBeGreaterThan(0);
+      // Whatever it installs, it installs in the program's folder, before the Pulumi command.
+      for (const step of steps.filter((s) => s.run))
+        expect(step["working-directory"], runtime).toBe("${{ inputs.work-dir }}");
+      const all = runningSteps({ ...base, "program-runtime": runtime });
+      expect(all.indexOf(steps.at(-1)!), runtime).toBeLessThan(
+        all.findIndex((s) => s.uses?.startsWith("pulumi/actions@")),
+      );
+    }
+    expect(programSteps("nodejs").map((s) => s.uses?.split("@")[0] ?? s.run)).toEqual([
+      "actions/setup-node",
+      "npm ci",
+    ]);
+    expect(programSteps("python").map((s) => s.uses?.split("@")[0] ?? s.run)).toEqual([
+      "astral-sh/setup-uv",
+      "uv sync --locked",
+    ]);
+    const [go] = programSteps("go");
+    expect(go!.uses).toMatch(/^actions\/setup-go@/);
+    expect(go!.with).toMatchObject({ "go-version-file": "${{ inputs.work-dir }}/go.mod" });
+  });
+
+  it("installs the root node_modules for the policy pack, and a Node.js program's own in its folder", () => {
+    const steps = runningSteps({ ...base, "program-runtime": "nodejs", "policy-pack": "policy" });
+    const installs = steps.filter((s) => s.run === "npm ci").map((s) => s["working-directory"] ?? ".");
+    expect(installs).toEqual([".", "${{ inputs.work-dir }}"]);
+    expect(steps.filter((s) => s.uses?.startsWith("actions/setup-node@"))).toHaveLength(1);
   });
 });
 
@@ -151,7 +231,29 @@ describe("the drift workflow", () => {
   const jobs = Object.entries<{ permissions: object; environment: string; steps: Step[]; strategy: any }>(
     wf.jobs,
   );
-  const updateStages = pipeline.stages.filter((s) => s.kind === "update").map((s) => s.name);
+  const validated = validatePipeline(pipeline);
+  const updateStages = programStages(validated).filter((s) => s.kind === "update");
+  const steps = wf.jobs.environments.steps as Step[];
+  /** Runs a step's script as the runner does, in `cwd` with `env`; returns what it wrote to GITHUB_OUTPUT. */
+  const runStep = async (step: Step, cwd: string, env: Record<string, string>) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "drift-step-"));
+    const out = path.join(dir, "out");
+    const summary = path.join(dir, "summary");
+    fs.writeFileSync(out, "");
+    fs.writeFileSync(summary, "");
+    await run("bash", ["-e", "-c", step.run!], {
+      cwd,
+      env: { ...process.env, ...env, GITHUB_OUTPUT: out, GITHUB_STEP_SUMMARY: summary },
+    });
+    const outputs = Object.fromEntries(
+      fs
+        .readFileSync(out, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => l.split(/=(.*)/s).slice(0, 2)),
+    );
+    return { outputs, summary: fs.readFileSync(summary, "utf8") };
+  };
 
   it("runs on a schedule and by hand", () => {
     expect(wf.on.schedule[0].cron).toMatch(/^\S+ \S+ \* \* \*$/);
@@ -181,69 +283,113 @@ describe("the drift workflow", () => {
     });
   });
 
-  it("covers every platform project and every environment's update stage of kargo/pipeline.ts", () => {
+  it("covers every platform project and every program's update stage of kargo/pipeline.ts", () => {
     expect(wf.jobs.platform.strategy.matrix.include.map((m: { project: string }) => m.project)).toEqual([
       ...projectOrder,
     ]);
     expect(wf.jobs.environments.strategy.matrix.stage).toBe("${{ fromJSON(needs.stages.outputs.stages) }}");
     expect(wf.jobs.environments.needs).toBe("stages");
+    expect(wf.jobs.environments.if).toBe("needs.stages.outputs.stages != '[]'");
   });
 
-  it("reads the update stages from kargo/pipeline.ts, so an environment a fork adds is covered", async () => {
+  it("reads the update stages from kargo/pipeline.ts, each with the stack and folder its Stack manifest runs", async () => {
     const step = wf.jobs.stages.steps.find((s: Step) => s.id === "update-stages") as Step;
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "drift-stages-"));
-    const out = path.join(dir, "out");
-    fs.writeFileSync(out, "");
-    await run("bash", ["-e", "-c", step.run!], {
-      cwd: repoRoot,
-      env: { ...process.env, GITHUB_OUTPUT: out },
-    });
-    const [key, value] = fs.readFileSync(out, "utf8").trim().split(/=(.*)/s);
-    expect(key).toBe("stages");
-    expect(JSON.parse(value!)).toEqual(updateStages);
+    const { outputs } = await runStep(step, repoRoot, {});
+    expect(Object.keys(outputs)).toEqual(["stages"]);
+    expect(updateStages.length).toBeGreaterThan(0);
+    expect(JSON.parse(outputs.stages)).toEqual(
+      updateStages.map((s) => {
+        // The template as `npm run stacks` writes it, and as a promotion leaves it on the stage branch.
+        const manifest = YAML.parse(
+          fs.readFileSync(path.join(repoRoot, validated.stacks.dir, stackManifestFile(s.name)), "utf8"),
+        );
+        return {
+          name: s.name,
+          program: s.program,
+          environment: s.environment,
+          stack: manifest.spec.stack,
+          dir: manifest.spec.repoDir,
+          runtime: validated.programs.find((x) => x.name === s.program)!.runtime,
+        };
+      }),
+    );
   });
 
-  it("previews each environment's stack at the commit its stage branch last promoted", async () => {
-    const step = wf.jobs.environments.steps.find((s: Step) => s.id === "promoted") as Step;
-    const branchCheckout = wf.jobs.environments.steps.find((s: Step) => s.with?.path === "stage") as Step;
-    expect(branchCheckout.with!.ref).toBe("stage/${{ matrix.stage }}");
-    const outputs = async (manifest: string) => {
+  it("reports a stage whose branch Kargo has not created yet as not promoted, and fails when it cannot ask", async () => {
+    const step = steps.find((s) => s.id === "branch")!;
+    const branchCheckout = steps.find((s) => s.with?.path === "stage")!;
+    expect(branchCheckout.with!.ref).toBe("stage/${{ matrix.stage.name }}");
+    expect(branchCheckout.if).toBe("steps.branch.outputs.exists == 'true'");
+    expect(step.env).toMatchObject({ BRANCH: "stage/${{ matrix.stage.name }}" });
+    // A repository with one stage's branch, as Kargo leaves it after creating it: one empty commit.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "drift-remote-"));
+    const git = (...args: string[]) =>
+      run("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: dir });
+    await git("init", "--quiet", "--bare", "remote.git");
+    await git("init", "--quiet", "work");
+    const created = updateStages[0]!;
+    // Another update stage, or with a single one a name no stage has.
+    const missing = updateStages[1]?.name ?? `${created.name}-unpromoted`;
+    await run(
+      "git",
+      [
+        "-c",
+        "user.email=t@example.com",
+        "-c",
+        "user.name=t",
+        "commit",
+        "--quiet",
+        "--allow-empty",
+        "-m",
+        "Initial commit",
+      ],
+      {
+        cwd: path.join(dir, "work"),
+      },
+    );
+    await run("git", ["push", "--quiet", "../remote.git", `HEAD:refs/heads/stage/${created.name}`], {
+      cwd: path.join(dir, "work"),
+    });
+    const exists = async (stage: string, repository = `file://${dir}/remote.git`) =>
+      (await runStep(step, dir, { BRANCH: `stage/${stage}`, REPOSITORY: repository, TOKEN: "t" })).outputs;
+    expect(await exists(created.name)).toEqual({ exists: "true" });
+    expect(await exists(missing)).toEqual({ exists: "false" });
+    await expect(exists(created.name, `file://${dir}/no-such.git`)).rejects.toMatchObject({ code: 128 });
+  });
+
+  it("previews each program's stack at the commit its stage branch last promoted, in the program's folder", async () => {
+    const step = steps.find((s) => s.id === "promoted")!;
+    expect(step.env).toMatchObject({ MANIFEST: "stage/${{ matrix.stage.name }}.yaml" });
+    const outputs = async (manifest: string | undefined) => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "drift-"));
-      fs.writeFileSync(path.join(dir, "manifest.yaml"), manifest);
-      const out = path.join(dir, "out");
-      fs.writeFileSync(out, "");
-      const env = { ...process.env, MANIFEST: "manifest.yaml", STAGE: "x", GITHUB_OUTPUT: out };
-      await run("bash", ["-e", "-c", step.run!], {
-        cwd: dir,
-        env: { ...env, GITHUB_STEP_SUMMARY: path.join(dir, "summary") },
-      });
-      return Object.fromEntries(
-        fs
-          .readFileSync(out, "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => l.split("=")),
-      );
+      if (manifest !== undefined) fs.writeFileSync(path.join(dir, "manifest.yaml"), manifest);
+      return runStep(step, dir, { MANIFEST: "manifest.yaml", STAGE: "x" });
     };
     for (const stage of updateStages) {
-      // The template as `npm run stacks` writes it, and as a promotion leaves it on the stage branch.
       const template = fs.readFileSync(
-        path.join(repoRoot, validatePipeline(pipeline).stacks.dir, stackManifestFile(stage)),
+        path.join(repoRoot, validated.stacks.dir, stackManifestFile(stage.name)),
         "utf8",
       );
       const stack = YAML.parse(template).spec.stack;
-      expect(await outputs(template), stage).toEqual({ commit: "", stack });
+      expect((await outputs(template)).outputs, stage.name).toEqual({ commit: "", stack });
       const promoted = YAML.parseDocument(template);
       const commit = "0123456789abcdef0123456789abcdef01234567";
       promoted.setIn(["spec", "commit"], commit);
-      expect(await outputs(promoted.toString()), stage).toEqual({ commit, stack });
+      expect((await outputs(promoted.toString())).outputs, stage.name).toEqual({ commit, stack });
     }
-    const program = wf.jobs.environments.steps.find(
-      (s: Step) => s.uses === "./.github/actions/pulumi",
-    ) as Step;
+    // A branch holding only Kargo's "Initial commit" (or none checked out): nothing to compare, no failure.
+    const initial = await outputs(undefined);
+    expect(initial.outputs).toEqual({ commit: "", stack: "" });
+    expect(initial.summary).toContain("has not been promoted yet");
+    const program = steps.find((s) => s.uses === "./.github/actions/pulumi")!;
+    expect(program.if).toBe("steps.promoted.outputs.commit != ''");
     expect(program.with).toMatchObject({
-      "work-dir": "program",
+      "work-dir": "program/${{ matrix.stage.dir }}",
       "stack-name": "${{ steps.promoted.outputs.stack }}",
+      "program-runtime": "${{ matrix.stage.runtime }}",
+      "policy-pack": "",
     });
+    const commitCheckout = steps.find((s) => s.with?.path === "program")!;
+    expect(commitCheckout.with!.ref).toBe("${{ steps.promoted.outputs.commit }}");
   });
 });

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
+import { programStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { planProgram, ProgramError } from "../lib/cli/plan/harness";
 import {
@@ -181,11 +182,38 @@ describe("the pipeline and cluster-setup's identities", () => {
     );
   });
 
-  it("refuses a stage whose ServiceAccount is not the one cluster-setup made", () => {
+  it("refuses each program stage whose ServiceAccount is not the one cluster-setup made", () => {
+    const problemsWith = (changed: ClusterSetup) => {
+      try {
+        checkAgainstClusterSetup(pipeline, changed);
+      } catch (err) {
+        return (err as Error).message.split("\n").filter((l) => l.startsWith("  - "));
+      }
+      throw new Error("the pipeline was accepted");
+    };
+    const ours = (suffix: string) => `${pipeline.stacks.serviceAccountName}-${suffix}`;
+    // Every program's preview runs under the read-only identity.
     const renamed = { ...setup, previewIdentity: identity("previews") };
-    const firstPreview = pipeline.stages.find((s) => s.kind === "preview")!.name;
-    expect(() => checkAgainstClusterSetup(pipeline, renamed)).toThrow(
-      `stage "${firstPreview}" would run as ServiceAccount "pulumi-stacks-preview" but cluster-setup made "pulumi-stacks-previews"`,
+    const previews = programStages(pipeline).filter((s) => s.kind === "preview");
+    expect(previews).toHaveLength(
+      pipeline.programs.length * pipeline.stages.filter((s) => s.kind === "preview").length,
+    );
+    expect(problemsWith(renamed)).toEqual(
+      previews.map(
+        (s) =>
+          `  - stage "${s.name}" would run as ServiceAccount "${ours("preview")}" but cluster-setup made "${identity("previews").serviceAccountName}"`,
+      ),
+    );
+    // Every program's update of an environment runs under that environment's identity.
+    const [env] = Object.keys(pipeline.environments);
+    const other = { ...setup.stackIdentities, [env!]: identity(`${env}-other`) };
+    const updates = programStages(pipeline).filter((s) => s.kind === "update" && s.environment === env);
+    expect(updates).toHaveLength(pipeline.programs.length);
+    expect(problemsWith({ ...setup, stackIdentities: other })).toEqual(
+      updates.map(
+        (s) =>
+          `  - stage "${s.name}" would run as ServiceAccount "${ours(env!)}" but cluster-setup made "${other[env!]!.serviceAccountName}"`,
+      ),
     );
   });
 

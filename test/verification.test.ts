@@ -4,7 +4,7 @@
 // (`npm run test:engines`).
 import { expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { environmentStages } from "../lib/pipeline/graph";
+import { programStages } from "../lib/pipeline/graph";
 import { names } from "../lib/pipeline/names";
 import { stageSpec } from "../lib/pipeline/promotion";
 import {
@@ -15,6 +15,7 @@ import {
 } from "../lib/pipeline/verification";
 import { PULUMI_CLOUD_API, VERIFICATION_IMAGE, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { withExtraProgram } from "./kargo-support";
 
 const pipeline = validatePipeline(definition);
 const kinds: AnalysisTemplateKind[] = ["update", "preview", "protectedPreview"];
@@ -31,12 +32,33 @@ const seconds = (d: string) =>
 it("passes the promoted commit to every verification as a quoted string, so an all-digit ID stays a string", () => {
   // Kargo parses an unquoted expression result that looks like a number into a number, and then refuses it
   // as an AnalysisRun argument (akuity/kargo v1.11.2 pkg/rollouts/analysis_run_builder.go).
-  const args = environmentStages(pipeline).flatMap((s) => stageSpec(pipeline, s).verification!.args!);
+  const args = programStages(pipeline).flatMap((s) => stageSpec(pipeline, s).verification!.args!);
   const commits = args.filter((a) => a.name === "commit").map((a) => a.value);
-  expect(commits).toHaveLength(environmentStages(pipeline).length);
+  expect(commits).toHaveLength(programStages(pipeline).length);
   for (const value of commits)
     expect(value).toBe(`\${{ quote(commitFrom("${pipeline.source.repoURL}").ID) }}`);
   for (const m of metrics()) expect(envOf(m).COMMIT).toBe("{{args.commit}}");
+});
+
+it("has each program stage look for its own program's operation on its environment's stack, whatever the number of programs", () => {
+  for (const p of [pipeline, withExtraProgram(pipeline)]) {
+    for (const s of programStages(p)) {
+      const args = Object.fromEntries(stageSpec(p, s).verification!.args!.map((a) => [a.name, a.value]));
+      expect(args.project, s.name).toBe(p.programs.find((x) => x.name === s.program)!.project);
+      expect(args.stack, s.name).toBe(p.environments[s.environment]!.pulumiStack);
+    }
+    // No two programs' stages of one declared stage look at the same stack.
+    const looked = programStages(p).map((s) => {
+      const args = stageSpec(p, s).verification!.args!;
+      return `${s.declared} ${args.find((a) => a.name === "project")!.value}/${args.find((a) => a.name === "stack")!.value}`;
+    });
+    expect(new Set(looked).size).toBe(looked.length);
+  }
+  // The templates leave the project to the stage: every one declares it without a value.
+  for (const kind of kinds)
+    expect(analysisTemplateSpec(pipeline, kind).args!.find((a) => a.name === "project")).toEqual({
+      name: "project",
+    });
 });
 
 it("verifies with one Job per check, each saying which: the operation, and a protected preview's deletes and replaces", () => {

@@ -34,3 +34,11 @@ export function previewPolicy(p: Pipeline, x: Program, partition = "aws"): Polic
   const stacks = Object.values(p.environments).map((env) => env.pulumiStack);
   return { Version: "2012-10-17", Statement: x.aws.preview(scopeOf(p, x, stacks, partition)) };
 }
+
+/**
+ * The name of a program's policy resource on an environment's role, or on the preview role (no
+ * environment). Program and environment names are DNS labels, which hold no ".": no two names collide,
+ * whatever "-" the names hold and whatever an environment is called.
+ */
+export const policyResourceName = (program: string, environment?: string) =>
+  environment === undefined ? `program.${program}.preview` : `program.${program}.environment.${environment}`;

@@ -78,11 +78,23 @@ function lockProblems(
         `${at}: ${rel} has no ${lock}; \`pulumi install\` would resolve its dependencies anew on every run. Commit the lock file (npm install in ${rel})`,
       ];
     if (wanted !== "npm") return [];
-    const pkg = JSON.parse(fs.readFileSync(file("package.json"), "utf8")) as Record<string, unknown>;
-    const locked = JSON.parse(fs.readFileSync(file(lock), "utf8")) as {
-      packages?: Record<string, Record<string, unknown>>;
+    // A file that is not JSON is a problem to report, like any other, not an exception out of the checks.
+    const read = (name: string): Record<string, unknown> | string => {
+      try {
+        const value = JSON.parse(fs.readFileSync(file(name), "utf8")) as unknown;
+        if (typeof value === "object" && value !== null && !Array.isArray(value))
+          return value as Record<string, unknown>;
+        return `${at}: ${rel}/${name} is not a JSON object; allowed: the file npm install writes`;
+      } catch (err) {
+        return `${at}: ${rel}/${name} is not valid JSON (${(err as Error).message.split("\n")[0]}); allowed: the file npm install writes`;
+      }
     };
-    if (!sameSpecs(dependencySpecs(pkg), dependencySpecs(locked.packages?.[""])))
+    const pkg = read("package.json");
+    const locked = read(lock);
+    if (typeof pkg === "string" || typeof locked === "string")
+      return [pkg, locked].filter((x): x is string => typeof x === "string");
+    const root = (locked.packages as Record<string, Record<string, unknown>> | undefined)?.[""];
+    if (!sameSpecs(dependencySpecs(pkg), dependencySpecs(root)))
       return [
         `${at}: ${rel}/package-lock.json does not match package.json; npm install would rewrite it with whatever is newest. Run npm install in ${rel} and commit both`,
       ];
@@ -120,7 +132,10 @@ export function programProblems(
     if (count > 1) problems.push(`programs: "${name}" is declared ${count} times; each program once`);
   for (const x of p.programs) {
     for (const d of x.dependsOn) {
-      if (d === x.name) problems.push(`programs.${x.name}.dependsOn: lists the program itself`);
+      if (d === x.name)
+        problems.push(
+          `programs.${x.name}.dependsOn: lists the program itself; allowed: the other programs to update first in each environment (${[...names.keys()].filter((n) => n !== x.name).join(", ") || "none"})`,
+        );
       else if (!names.has(d))
         problems.push(
           `programs.${x.name}.dependsOn: "${d}" is not a program; programs: ${[...names.keys()].join(", ")}`,
@@ -220,7 +235,9 @@ function programFolder(x: ProgramDeclaration, root: string, repoRoot: string): {
   const real = realLocation(path.join(repoRoot, dir));
   if (real === undefined)
     return `"${x.dir}" goes through a broken or looping symlink; allowed: a real folder of the repository`;
-  if (!inside(root, real) || real === root)
+  if (real === root)
+    return `"${x.dir}" resolves to the repository root (through a symlink), where every commit would become Freight; allowed: a folder of its own, such as "programs/${x.name}"`;
+  if (!inside(root, real))
     return `"${x.dir}" resolves to ${real}, outside the repository (through a symlink)`;
   const top = path.relative(root, real).split(path.sep)[0];
   if ((RESERVED_FOLDERS as readonly string[]).includes(top!))

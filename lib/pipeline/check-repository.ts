@@ -30,15 +30,41 @@ export const RESERVED_FOLDERS = [
 ] as const;
 
 /**
- * What a stage runs, as files on the branch the Warehouse watches: each program's Pulumi.yaml and
- * Pulumi.<stack>.yaml files and each program stage's Stack template. Promotions write none of them (they
- * push only to stage/<stage>); a change to any must become Freight and pass the gates.
+ * Files of a program that decide what `pulumi install` and the runtime load, where the folder has them: the
+ * package manifests and lock files of every runtime and the usual entry points.
  */
-export function stageInputPaths(p: ParsedPipeline): string[] {
+const PROGRAM_FILES = [
+  "package.json",
+  "package-lock.json",
+  "yarn.lock",
+  "pnpm-lock.yaml",
+  "bun.lock",
+  "index.ts",
+  "index.js",
+  "pyproject.toml",
+  "uv.lock",
+  "poetry.lock",
+  "requirements.txt",
+  "__main__.py",
+  "go.mod",
+  "go.sum",
+  "main.go",
+];
+
+/**
+ * What a stage runs, as files on the branch the Warehouse watches: each program's Pulumi.yaml, its lock
+ * files and entry point, its Pulumi.<stack>.yaml files and each program stage's Stack template. Promotions
+ * write none of them (they push only to stage/<stage>); a change to any must become Freight and pass the
+ * gates.
+ */
+export function stageInputPaths(p: ParsedPipeline, repoRoot = defaultRepoRoot): string[] {
   const dir = normalDir(p.stacks.dir);
   return [
     ...p.programs.flatMap((x) => [
       path.posix.join(normalDir(x.dir), "Pulumi.yaml"),
+      ...PROGRAM_FILES.map((f) => path.posix.join(normalDir(x.dir), f)).filter((f) =>
+        fs.existsSync(path.join(repoRoot, f)),
+      ),
       ...Object.keys(p.environments).map((env) => stackConfigFile(p, x, env)),
     ]),
     ...environmentStages(p).flatMap((s) =>
@@ -47,7 +73,7 @@ export function stageInputPaths(p: ParsedPipeline): string[] {
   ];
 }
 
-export function sourcePathProblems(p: ParsedPipeline): string[] {
+export function sourcePathProblems(p: ParsedPipeline, repoRoot = defaultRepoRoot): string[] {
   const problems: string[] = [];
   const parse = (at: string, selectors: string[]) =>
     selectors.map((selector, i) => {
@@ -61,7 +87,8 @@ export function sourcePathProblems(p: ParsedPipeline): string[] {
   for (const x of p.programs) parse(`programs.${x.name}.includePaths`, x.includePaths);
   const excludes = parse("source.excludePaths", p.source.excludePaths);
   for (const [index, exclude] of excludes.entries()) {
-    const hidden = exclude && stageInputPaths(p).find((file) => selectorMatches(exclude.parsed, file));
+    const hidden =
+      exclude && stageInputPaths(p, repoRoot).find((file) => selectorMatches(exclude.parsed, file));
     if (hidden) {
       problems.push(
         `source.excludePaths[${index}]: "${exclude.selector}" excludes ${hidden}, which a stage runs: a change to it would reach the stages without passing the gates; exclude only files no stage uses`,
@@ -211,6 +238,8 @@ export function stacksDirProblems(dir: string, programDirs: string[], repoRoot =
       `${at}: "${dir}" is ${realRelative.length === 1 ? "" : "inside "}the repository's ${reserved}/ folder; allowed: a folder of its own such as "stacks" (not ${RESERVED_FOLDERS.join(", ")})`,
     ];
   for (const programDir of programDirs) {
+    // A folder refused as programs[].dir (absolute, or above the repository) is reported there, not here.
+    if (relativeDirProblem(programDir)) continue;
     const program = normalDir(programDir);
     const realProgram = realLocation(path.join(repoRoot, program)) ?? "";
     // The root holds every folder (and is refused as a program's folder); only a folder of its own counts.

@@ -19,7 +19,7 @@ export function unusedEnvironmentProblems(p: ParsedPipeline): string[] {
 }
 
 /** Names a stage may not have: the Warehouse literal and the project's other Kargo objects. */
-const reservedStageNames = (): ReadonlyMap<string, string> =>
+export const reservedStageNames = (): ReadonlyMap<string, string> =>
   new Map([
     ["warehouse", 'the word "from" uses for the Warehouse'],
     [names.warehouse, "the Warehouse's name"],

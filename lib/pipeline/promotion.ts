@@ -1,5 +1,5 @@
 // The Kargo objects that move Freight: the Warehouse and what becomes Freight, the ProjectConfig (auto-promotion,
-// webhook, UI links), each Stage, and the PromotionTask every environment stage runs to push its Stack
+// webhook, UI links), each Stage, and the PromotionTask every program stage runs to push its Stack
 // manifest to its own branch. Pure functions over the definition; the kargo program registers them.
 import { createHash } from "node:crypto";
 import type * as kargo from "../crds/generated/kargo";
@@ -116,7 +116,7 @@ export function githubWebhookPath(p: Pipeline, secret: string): string {
 }
 
 /**
- * The steps every environment stage shares, parameterised by the stage it runs for. It never writes to the
+ * The steps every program stage shares, parameterised by the stage it runs for. It never writes to the
  * branch the Warehouse watches: it copies the stage's Stack manifest template from the Freight's commit to
  * the stage's own branch, pins it to that commit, pushes, and syncs the stage's Application to that push.
  */

@@ -177,7 +177,7 @@ export const pipelineSchema = z.strictObject({
      * the token there instead of to Pulumi Cloud.
      */
     selfHostedApiUrl: z.string().optional(),
-    /** Pulumi Cloud's web console, where the Kargo UI links every environment stage to its stack. */
+    /** Pulumi Cloud's web console, where the Kargo UI links every program stage to its stack. */
     consoleUrl: z.string().url().default("https://app.pulumi.com"),
   }),
   /** How the PKO Stack manifests in `stacks/` run: must match the cluster-setup project's outputs. */

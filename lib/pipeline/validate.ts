@@ -9,6 +9,7 @@ import {
   stacksDirProblems,
 } from "./check-repository";
 import {
+  reservedStageNames,
   destructiveChangeProblems,
   orderProblems,
   stageProblems,
@@ -21,7 +22,7 @@ import {
   verificationProblems,
   verificationImageProblems,
 } from "./check-values";
-import { ancestors, expandStages, findCycle, upstreamOf } from "./graph";
+import { ancestors, environmentStages, expandStages, findCycle, programStageName, upstreamOf } from "./graph";
 import { stackObjectName } from "./names";
 import {
   MAX_STACK_NAME,
@@ -45,7 +46,7 @@ export function inputProblems(p: ParsedPipeline, options: CheckOptions = {}): st
   return [
     ...namespaceProblems(p),
     ...branchProblems(p.source.branch),
-    ...sourcePathProblems(p),
+    ...sourcePathProblems(p, repoRoot),
     ...apiUrlProblems(p.pulumi),
     ...stacksDirProblems(
       p.stacks.dir,
@@ -74,9 +75,13 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
         const [first, index, ...rest] = issue.path.map(String);
         const stageName =
           first === "stages" ? (input as PipelineInput).stages?.[Number(index)]?.name : undefined;
+        const programName =
+          first === "programs" ? (input as PipelineInput).programs?.[Number(index)]?.name : undefined;
         const where = stageName
           ? `stage "${stageName}"${rest.length ? ` (${rest.join(".")})` : ""}`
-          : issue.path.join(".") || "pipeline";
+          : typeof programName === "string" && dnsLabel.test(programName) && rest[0] !== "name"
+            ? ["programs", programName, ...rest].join(".")
+            : issue.path.join(".") || "pipeline";
         return `${where}: ${issue.message}`;
       }),
     );
@@ -171,38 +176,47 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
  * for a PKO Stack, and the programs' dependencies must fit the stages' order.
  */
 function runStageProblems(pipeline: ParsedPipeline): string[] {
+  // Names first: the expansion keys stages by name, so two stages of one name would read as one (a cycle
+  // that is not there, or a graph that cannot be ordered at all).
   const problems: string[] = [];
-  const { stages, cycle, mixed } = expandStages(pipeline);
+  const seen = new Map<string, string>();
+  const declared = new Set(pipeline.stages.map((s) => s.name));
+  const reserved = reservedStageNames();
+  for (const s of environmentStages(pipeline)) {
+    for (const x of pipeline.programs) {
+      const name = programStageName(s.name, x.name);
+      const at = `stage "${s.name}" (program "${x.name}")`;
+      if (declared.has(name) || seen.has(name))
+        problems.push(
+          `${at}: its Kargo stage "${name}" is also ${seen.get(name) ?? "a stage of the definition"}; rename the stage or the program`,
+        );
+      seen.set(name, `program "${x.name}"'s stage in "${s.name}"`);
+      const owner = reserved.get(name);
+      if (owner)
+        problems.push(`${at}: its Kargo stage "${name}" is ${owner}; rename the stage or the program`);
+      const stackName = stackObjectName(pipeline, name);
+      if (stackName.length > MAX_STACK_NAME)
+        problems.push(
+          `${at}: its PKO Stack would be named "${stackName}" (${stackName.length} characters); PKO allows ${MAX_STACK_NAME}. Shorten the stage, program or project name`,
+        );
+      if (!dnsLabel.test(name))
+        problems.push(
+          `${at}: its Kargo stage "${name}" is longer than a DNS label (63); shorten the stage or program name`,
+        );
+    }
+  }
+  if (problems.length > 0) return problems;
+
+  const { cycle, mixed } = expandStages(pipeline);
   if (cycle) {
     return [
       `programs: their dependencies cannot fit the stages: Kargo stages ${cycle.map((n) => `"${n}"`).join(" -> ")} would wait for each other. A program's preview waits for its dependencies' update in the same environment, so nothing between an environment's preview and its update may wait for every program's preview`,
     ];
   }
-  for (const m of mixed)
-    problems.push(
+  return mixed.map(
+    (m) =>
       `programs.${m.program}.dependsOn: stage "${m.stage}" would take Freight from any one of ${m.upstream.map((u) => `"${u}"`).join(", ")} and also wait for the program's dependencies, which Kargo cannot combine; set requireAll on the stage or give it one upstream`,
-    );
-  const seen = new Map<string, string>();
-  const declared = new Set(pipeline.stages.map((s) => s.name));
-  for (const s of stages) {
-    if (s.kind !== "preview" && s.kind !== "update") continue;
-    const at = `stage "${s.declared}" (program "${s.program}")`;
-    if (declared.has(s.name) || seen.has(s.name))
-      problems.push(
-        `${at}: its Kargo stage "${s.name}" is also ${seen.get(s.name) ?? "a stage of the definition"}; rename the stage or the program`,
-      );
-    seen.set(s.name, `program "${s.program}"'s stage in "${s.declared}"`);
-    const stackName = stackObjectName(pipeline, s.name);
-    if (stackName.length > MAX_STACK_NAME)
-      problems.push(
-        `${at}: its PKO Stack would be named "${stackName}" (${stackName.length} characters); PKO allows ${MAX_STACK_NAME}. Shorten the stage, program or project name`,
-      );
-    if (!dnsLabel.test(s.name))
-      problems.push(
-        `${at}: its Kargo stage "${s.name}" is longer than a DNS label (63); shorten the stage or program name`,
-      );
-  }
-  return problems;
+  );
 }
 
 /**

@@ -35,16 +35,33 @@ func drive(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, objects
 // driveJobs is drive, also returning what each Job did.
 func driveJobs(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, objects ...runtime.Object) (*v1alpha1.AnalysisRun, []jobRun) {
 	t.Helper()
-	client := fake.NewSimpleClientset(run)
+	got, jobs := driveTogether(t, []*v1alpha1.AnalysisRun{run}, limit, nil, objects...)
+	if !got[0].Status.Phase.Completed() {
+		t.Fatalf("the AnalysisRun is still %q after %s: %+v", got[0].Status.Phase, limit, got[0].Status.MetricResults)
+	}
+	return got[0], jobs
+}
+
+// driveTogether hands several runs to one analysis controller at once (as Kargo verifies several Stages
+// in one cluster: each run with its own UID, which names its Jobs) and looks at them every 20 ms, calling
+// observe (when set) with each look; it returns the runs as last seen once every run reached a terminal
+// phase or observe returns true, and what each Job did. The test fails after `limit`.
+func driveTogether(t *testing.T, runs []*v1alpha1.AnalysisRun, limit time.Duration, observe func([]*v1alpha1.AnalysisRun) bool, objects ...runtime.Object) ([]*v1alpha1.AnalysisRun, []jobRun) {
+	t.Helper()
+	seed := make([]runtime.Object, len(runs))
+	for i, r := range runs {
+		seed[i] = r
+	}
+	client := fake.NewSimpleClientset(seed...)
 	kube := k8sfake.NewSimpleClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
-	runs := factory.Argoproj().V1alpha1().AnalysisRuns()
+	runInformer := factory.Argoproj().V1alpha1().AnalysisRuns()
 	work := fastQueue{workqueue.NewNamedRateLimitingQueue(queue.DefaultArgoRolloutsRateLimiter(), "AnalysisRuns")}
 	controller := analysis.NewController(analysis.ControllerConfig{
 		KubeClientSet:        kube,
 		ArgoProjClientset:    client,
-		AnalysisRunInformer:  runs,
+		AnalysisRunInformer:  runInformer,
 		JobInformer:          kubeFactory.Batch().V1().Jobs(),
 		AnalysisRunWorkQueue: work,
 		MetricsServer: metrics.NewMetricsServer(metrics.ServerConfig{
@@ -69,7 +86,7 @@ func driveJobs(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, obj
 	defer func() { cancel(); work.ShutDown(); <-done; jobs.wait() }()
 	factory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), runs.Informer().HasSynced, kubeFactory.Batch().V1().Jobs().Informer().HasSynced)
+	cache.WaitForCacheSync(ctx.Done(), runInformer.Informer().HasSynced, kubeFactory.Batch().V1().Jobs().Informer().HasSynced)
 	go func() {
 		defer close(done)
 		_ = controller.Run(ctx, 1)
@@ -77,15 +94,24 @@ func driveJobs(t *testing.T, run *v1alpha1.AnalysisRun, limit time.Duration, obj
 
 	deadline := time.Now().Add(limit)
 	for {
-		current, err := client.ArgoprojV1alpha1().AnalysisRuns(run.Namespace).Get(ctx, run.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+		current := make([]*v1alpha1.AnalysisRun, len(runs))
+		completed := true
+		for i, r := range runs {
+			got, err := client.ArgoprojV1alpha1().AnalysisRuns(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			current[i] = got
+			completed = completed && got.Status.Phase.Completed()
 		}
-		if current.Status.Phase.Completed() {
+		if (observe != nil && observe(current)) || completed {
 			return current, jobs.Runs()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the AnalysisRun is still %q after %s: %+v", current.Status.Phase, limit, current.Status.MetricResults)
+			for _, r := range current {
+				t.Errorf("the AnalysisRun %s is %q after %s: %+v", r.Name, r.Status.Phase, limit, r.Status.MetricResults)
+			}
+			t.FailNow()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

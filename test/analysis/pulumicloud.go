@@ -105,11 +105,13 @@ func (s *stack) setPreviews(p ...preview) {
 }
 
 // cloud is the stand-in server. Each request is answered by `override` when set (errors, HTML, timeouts);
-// otherwise from the stack record, the way the REST API shapes it.
+// otherwise from the stack record, the way the REST API shapes it: `stack` for any stack path, unless
+// stacks were added with addStack, which then serves each under its own path, and no other.
 type cloud struct {
 	*httptest.Server
 	token    string
 	stack    *stack
+	stacks   map[string]*stack // by "<org>/<project>/<stack>"
 	override func(r *http.Request) *answer
 	onServe  func(path string, n int) // called before each answer, with how many requests came before
 
@@ -117,13 +119,45 @@ type cloud struct {
 	requests []string
 }
 
-var previewsPath = regexp.MustCompile(`/updates/(latest|[1-9][0-9]*)/previews$`)
+var (
+	previewsPath = regexp.MustCompile(`/updates/(latest|[1-9][0-9]*)/previews$`)
+	// stackPath is a stack's operations: /api/stacks/{organization}/{project}/{stack}/updates... (Pulumi
+	// Cloud REST API, Stack Updates).
+	stackPath = regexp.MustCompile(`^/api/stacks/([^/]+/[^/]+/[^/]+)/updates(/|$)`)
+)
 
 func newCloud(t *testing.T, token string) *cloud {
 	c := &cloud{token: token, stack: &stack{}}
 	c.Server = httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(c.Close)
 	return c
+}
+
+// addStack is one more stack the stand-in holds, served under its own path only: a Pulumi Cloud
+// organization holding several programs' stacks (their projects), each with its own history.
+func (c *cloud) addStack(organization, project, name string) *stack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stacks == nil {
+		c.stacks = map[string]*stack{}
+	}
+	s := &stack{}
+	c.stacks[organization+"/"+project+"/"+name] = s
+	return s
+}
+
+// stackOf is the record a request's path names: nil (404) for a stack the stand-in does not hold.
+func (c *cloud) stackOf(r *http.Request) *stack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stacks == nil {
+		return c.stack
+	}
+	m := stackPath.FindStringSubmatch(r.URL.EscapedPath())
+	if m == nil {
+		return nil
+	}
+	return c.stacks[m[1]]
 }
 
 func (c *cloud) serve(w http.ResponseWriter, r *http.Request) {
@@ -160,14 +194,18 @@ func (c *cloud) answer(r *http.Request) answer {
 		return answer{status: http.StatusUnauthorized, body: []byte(`{"code":401,"message":"Unauthorized: No credentials provided or are invalid."}`)}
 	}
 	q := r.URL.Query()
-	c.stack.mu.Lock()
-	defer c.stack.mu.Unlock()
+	st := c.stackOf(r)
+	if st == nil {
+		return answer{status: http.StatusNotFound, body: []byte(`{"code":404,"message":"Not Found"}`)}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if m := previewsPath.FindStringSubmatch(r.URL.Path); m != nil {
-		version := c.stack.version()
+		version := st.version()
 		if m[1] != "latest" {
 			version, _ = strconv.Atoi(m[1])
 		}
-		list := append([]preview(nil), c.stack.previews[version]...)
+		list := append([]preview(nil), st.previews[version]...)
 		if q.Get("asc") == "false" {
 			for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
 				list[i], list[j] = list[j], list[i]
@@ -176,7 +214,7 @@ func (c *cloud) answer(r *http.Request) answer {
 		return jsonAnswer(map[string]any{"updates": page(list, q), "itemsPerPage": len(list), "total": len(list)})
 	}
 	if strings.HasSuffix(r.URL.Path, "/updates") {
-		return jsonAnswer(map[string]any{"updates": page(c.stack.updates, q)})
+		return jsonAnswer(map[string]any{"updates": page(st.updates, q)})
 	}
 	return answer{status: http.StatusNotFound, body: []byte(`{"code":404,"message":"Not Found"}`)}
 }

@@ -1,7 +1,13 @@
 package kube
 
 import (
+	"slices"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"infra-change-platform/test/internal/plan"
 )
 
 // Everything the three projects emit, and every Stack manifest Argo CD applies from the stage branches, is
@@ -33,6 +39,48 @@ func TestEveryObjectApplies(t *testing.T) {
 		}
 		if !kinds["Stack"] {
 			t.Error("PKO's CRDs are present but no Stack from stacks/ was applied")
+		}
+	})
+	// Each program's Stages: every Stage (the joins, with no promotion template, too) and every Application
+	// was admitted, and so was the Stack each Application deploys from its stage branch (the manifest the
+	// promotion copies from stacks/), in the namespace the Application deploys to.
+	t.Run("program stages", func(t *testing.T) {
+		admitted := map[string]*unstructured.Unstructured{}
+		for _, o := range in.objects {
+			if !slices.ContainsFunc(in.rejected, func(r string) bool { return strings.HasPrefix(r, o.id()+": ") }) {
+				admitted[o.id()] = o.object
+			}
+		}
+		kargo := plan.Load(t, "kargo")
+		joins := 0
+		for _, kind := range []string{"Stage", "Application", "Role", "RoleBinding", "ServiceAccount"} {
+			for _, o := range kargo.OfKind(kind) {
+				if admitted[(source{"kargo", o}).id()] == nil {
+					t.Errorf("%s %s was not admitted", kind, o.GetName())
+				}
+				if _, found, _ := unstructured.NestedMap(o.Object, "spec", "promotionTemplate"); kind == "Stage" && !found {
+					joins++
+				}
+			}
+		}
+		if joins == 0 {
+			t.Error("no join (a Stage without a promotion template) was applied")
+		}
+		if in.pkoMissing != "" {
+			t.Skip(in.pkoMissing)
+		}
+		for _, app := range kargo.OfKind("Application") {
+			include, _, _ := unstructured.NestedString(app.Object, "spec", "source", "directory", "include")
+			namespace, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
+			var stacks []*unstructured.Unstructured
+			for id, o := range admitted {
+				if strings.HasPrefix(id, "stacks/"+include+": ") && o.GetKind() == "Stack" {
+					stacks = append(stacks, o)
+				}
+			}
+			if len(stacks) != 1 || stacks[0].GetNamespace() != namespace {
+				t.Errorf("Application %s deploys %s into %s; admitted from it: %d Stack(s)", app.GetName(), include, namespace, len(stacks))
+			}
 		}
 	})
 }

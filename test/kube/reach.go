@@ -148,18 +148,12 @@ type cell struct {
 var readVerbs = []string{"get", "list", "watch"}
 var writeVerbs = []string{"create", "update", "patch", "delete"}
 
-func stageNames(w intent, kind string) []string {
-	var out []string
-	for _, s := range w.Pipeline.Stages {
-		if kind == "" || s.Kind == kind {
-			out = append(out, s.Name)
-		}
-	}
-	return out
-}
+// kargoStageNames is every Stage of the kargo plan, declared stage by declared stage: gates, each program's
+// Stage of a preview or update stage, joins.
+func kargoStageNames(w intent) []string { return w.kargoOrder }
 
-// gatesOf are the gates group g approves; updatesOf the update stages of protected environments whose
-// destructive changes g approves.
+// gatesOf are the gates group g approves; updatesOf every program's Stage of the update stages of protected
+// environments whose destructive changes g approves (never a join: nothing is promoted into it).
 func gatesOf(w intent, g string) []string {
 	var out []string
 	for _, s := range w.Pipeline.Stages {
@@ -175,7 +169,7 @@ func updatesOf(w intent, g string) []string {
 	for _, s := range w.Pipeline.Stages {
 		env := w.Pipeline.Environments[s.Environment]
 		if s.Kind == "update" && slices.Contains(w.ProtectedEnvironments, s.Environment) && slices.Contains(env.DestructiveChangeApprovers, g) {
-			out = append(out, s.Name)
+			out = append(out, w.kargoStages[s.Name].Promoted...)
 		}
 	}
 	return out
@@ -203,7 +197,7 @@ func columns() []column {
 			// (pkg/server/promote_to_stage_v1alpha1.go).
 			Cells: func(w intent) []cell {
 				var cells []cell
-				for _, s := range stageNames(w, "") {
+				for _, s := range kargoStageNames(w) {
 					cells = append(cells, cell{s, []access{
 						{Verb: "promote", Group: kargoGroup, Resource: "stages", Namespace: w.Pipeline.Project, Name: s},
 						{Verb: "create", Group: kargoGroup, Resource: "promotions", Namespace: w.Pipeline.Project},
@@ -227,7 +221,7 @@ func columns() []column {
 			// (pkg/server/approve_freight_v1alpha1.go).
 			Cells: func(w intent) []cell {
 				var cells []cell
-				for _, s := range stageNames(w, "") {
+				for _, s := range kargoStageNames(w) {
 					cells = append(cells, cell{s, []access{
 						{Verb: "promote", Group: kargoGroup, Resource: "stages", Namespace: w.Pipeline.Project, Name: s},
 						{Verb: "patch", Group: kargoGroup, Resource: "freights", Subresource: "status", Namespace: w.Pipeline.Project},

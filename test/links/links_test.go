@@ -29,7 +29,7 @@ func verificationArg(stage *unstructured.Unstructured, name string) string {
 	return ""
 }
 
-// templateArg is a value every AnalysisTemplate gives an argument (organization, project).
+// templateArg is a value every AnalysisTemplate gives an argument (organization).
 func templateArg(t *testing.T, kargo *plan.Project, name string) string {
 	t.Helper()
 	args, _, _ := unstructured.NestedSlice(kargo.OfKind("AnalysisTemplate")[0].Object, "spec", "args")
@@ -42,12 +42,13 @@ func templateArg(t *testing.T, kargo *plan.Project, name string) string {
 	return ""
 }
 
-// Every Stage that runs a Pulumi stack links to exactly that stack in Pulumi Cloud's console; gates link
+// Every Stage that runs a Pulumi stack links to exactly that stack in Pulumi Cloud's console: its program's
+// project (the Stage's own verification argument) and its environment's stack; gates and joins link
 // nowhere; nothing errors.
 func TestStageLinks(t *testing.T) {
 	kargo := plan.Load(t, "kargo")
 	links := projectLinks(t, kargo, "stageLinks")
-	org, project := templateArg(t, kargo, "organization"), templateArg(t, kargo, "project")
+	org := templateArg(t, kargo, "organization")
 	stages := kargo.OfKind("Stage")
 	if len(stages) == 0 {
 		t.Fatal("the plan has no Stage")
@@ -61,11 +62,15 @@ func TestStageLinks(t *testing.T) {
 		for _, err := range errs {
 			t.Errorf("Stage %s: %v", stage.GetName(), err)
 		}
-		stack := verificationArg(stage, "stack")
+		stack, project := verificationArg(stage, "stack"), verificationArg(stage, "project")
 		if stack == "" {
 			if len(urls) > 0 {
-				t.Errorf("gate %s links to %v", stage.GetName(), urls)
+				t.Errorf("gate or join %s links to %v", stage.GetName(), urls)
 			}
+			continue
+		}
+		if project == "" {
+			t.Errorf("Stage %s verifies stack %s of no project", stage.GetName(), stack)
 			continue
 		}
 		if len(urls) != 1 {

@@ -7,4 +7,6 @@
 // pkg/promotion/runner/builtin (named beside each runner here). That runner package and the expression
 // functions (pkg/expressions/function) import Kargo's API module, which the Go proxy does not serve, so the
 // few lines gluing the library calls together are this package's; everything they call is Kargo's.
+// Where Freight may go next (Stage.IsFreightAvailable, and the joins: control-flow Stages that verify it
+// without a Promotion) is modelled in availability.go, after Kargo's own code it names.
 package promotion

@@ -45,8 +45,11 @@ func repoURL(t testing.TB) string {
 	return url
 }
 
-// environmentStages are the Stages whose promotion runs a PromotionTask; gates are the others.
-func environmentStages(t testing.TB) (envs, gates []string) {
+// stageKinds sorts the plan's Stages three ways. A Stage with no promotionTemplate steps is a control-flow
+// Stage, a join (akuity/kargo v1.11.2 api/v1alpha1/stage_types.go IsControlFlow): no Promotion runs there,
+// Freight is verified in it once it is available (pkg/controller/stages/control_flow_stages.go). Of the
+// others, program stages run the PromotionTask (one program in one environment); gates run anything else.
+func stageKinds(t testing.TB) (programs, gates, joins []string) {
 	t.Helper()
 	for _, s := range kargoPlan(t).OfKind("Stage") {
 		steps, _, _ := unstructured.NestedSlice(s.Object, "spec", "promotionTemplate", "spec", "steps")
@@ -56,12 +59,23 @@ func environmentStages(t testing.TB) (envs, gates []string) {
 				task = true
 			}
 		}
-		if task {
-			envs = append(envs, s.GetName())
-		} else {
+		switch {
+		case len(steps) == 0:
+			joins = append(joins, s.GetName())
+		case task:
+			programs = append(programs, s.GetName())
+		default:
 			gates = append(gates, s.GetName())
 		}
 	}
+	return programs, gates, joins
+}
+
+// environmentStages are the Stages whose promotion runs a PromotionTask (each program's stage of a declared
+// preview or update stage); gates are those whose promotion runs other steps. Joins are neither.
+func environmentStages(t testing.TB) (envs, gates []string) {
+	t.Helper()
+	envs, gates, _ = stageKinds(t)
 	return envs, gates
 }
 
@@ -249,6 +263,16 @@ func (r *Remote) Tree(t testing.TB, rev string) map[string]string {
 		}
 	}
 	return files
+}
+
+// File is one file at a commit ("" and false when the commit holds no such file).
+func (r *Remote) File(t testing.TB, rev, path string) (string, bool) {
+	t.Helper()
+	out, err := gitErr(r.Dir, "show", rev+":"+path)
+	if err != nil {
+		return "", false
+	}
+	return out + "\n", true
 }
 
 // Commit is one commit of a branch's history.

@@ -59,7 +59,8 @@ func keys(m map[string]string) []string {
 
 // checkPromoted asserts what a successful promotion of the Freight's commit into the stage leaves: the
 // stage's branch (the one its Application tracks) holds exactly the manifest, the Freight's template with
-// spec.commit set to that commit as a string, and the stage's readme naming it; its newest commit is
+// spec.commit set to that commit as a string, running the stage's own program and stack, and the stage's
+// readme naming it; its newest commit is
 // the promotion's, by Kargo, and is what git-push output and argocd-update waits for.
 func checkPromoted(t *testing.T, r *Remote, stage, commit string, res *Result) {
 	t.Helper()
@@ -73,7 +74,8 @@ func checkPromoted(t *testing.T, r *Remote, stage, commit string, res *Result) {
 		t.Errorf("%s: branch %s holds %v, want exactly %v", stage, app.Branch, got, want)
 	}
 	var want, got map[string]any
-	if err := yaml.Unmarshal([]byte(r.Tree(t, commit)[path.Join(stacksDir(t), app.Manifest)]), &want); err != nil || want == nil {
+	template, _ := r.File(t, commit, path.Join(stacksDir(t), app.Manifest))
+	if err := yaml.Unmarshal([]byte(template), &want); err != nil || want == nil {
 		t.Fatalf("%s: the template at %s: %v", stage, commit, err)
 	}
 	if err := unstructured.SetNestedField(want, commit, "spec", "commit"); err != nil {
@@ -85,6 +87,7 @@ func checkPromoted(t *testing.T, r *Remote, stage, commit string, res *Result) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s: %s on %s is\n%s\nwant the template of %s with spec.commit %q", stage, app.Manifest, app.Branch, tree[app.Manifest], commit, commit)
 	}
+	checkRunsItsProgram(t, r, stage, commit, got)
 	readme := tree[stageFiles(t, stage, res)[0]]
 	if app.Manifest == stageFiles(t, stage, res)[0] {
 		readme = tree[stageFiles(t, stage, res)[1]]
@@ -213,7 +216,9 @@ func TestSecondPromotion(t *testing.T) {
 func TestGoingBackToOlderFreight(t *testing.T) {
 	t.Parallel()
 	envs, _ := environmentStages(t)
-	stage := envs[len(envs)-1]
+	// The last stage of another program than the other scenarios promote (envs[0]'s).
+	others := otherProgramStages(t, envs[0])
+	stage := others[len(others)-1]
 	r := remoteWithStageBranch(t, stage)
 	mustPromote(t, r, stage, r.B)
 	res := mustPromote(t, r, stage, r.A)
@@ -302,7 +307,8 @@ func TestFreightWhoseCommitDoesNotExist(t *testing.T) {
 func TestStageBranchCommittedToByHand(t *testing.T) {
 	t.Parallel()
 	envs, _ := environmentStages(t)
-	stage := envs[0]
+	// A stage of another program than envs[0]'s, which the scenarios around it promote.
+	stage := otherProgramStages(t, envs[0])[0]
 	app := appOf(t, stage)
 	r := newRemote(t)
 	kargoCreatedBranch(t, r, app.Branch)

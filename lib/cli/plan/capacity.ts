@@ -129,7 +129,7 @@ export function capacityTable({ groups, nodes, report }: PlannedCapacity): strin
       `${platform.memory} MiB`,
     ],
     [
-      `${spelled(workspaces.length)} workspaces (every environment stage can run at once: ${each.cpu}m, ${each.memory} MiB)`,
+      `${spelled(workspaces.length)} workspaces (every program stage can run at once: ${each.cpu}m, ${each.memory} MiB)`,
       `${ws.pods}`,
       `${ws.cpu}m`,
       `${ws.memory} MiB`,

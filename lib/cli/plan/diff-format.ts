@@ -9,6 +9,7 @@ import {
   type ProjectPlan,
   type ResourceChange,
 } from "./diff";
+import type { PromotedProgram } from "./diff-program";
 import { show, type Finding, type ReviewSummary } from "./diff-summary";
 
 export interface PolicyViolation {
@@ -28,6 +29,8 @@ export interface DiffReport {
   violations: PolicyViolation[];
   before: ProjectPlan[];
   after: ProjectPlan[];
+  /** Promoted programs of the working tree the offline plan does not run (diff-program.ts). */
+  unplanned?: PromotedProgram[];
 }
 
 export const formats = ["text", "markdown", "json"] as const;
@@ -67,6 +70,10 @@ interface Section {
   findings: Finding[];
 }
 
+/** Why a promoted program is not in the diff, and where its changes show instead. */
+const notPlanned = (x: PromotedProgram) =>
+  `${x.name} (${x.runtime}, ${x.dir}): not planned offline; its preview stages and the pull-request preview show its changes`;
+
 const sections = (s: ReviewSummary): Section[] => [
   { title: "Exposure", findings: s.exposure },
   { title: "Privilege", findings: s.privilege },
@@ -95,6 +102,7 @@ function renderText(r: DiffReport): string {
     `Policy: ${r.violations.length === 0 ? "no violation" : `${r.violations.length} violation(s); each blocks a deploy`}`,
   );
   for (const v of r.violations) out.push(`  ${v.type} ${v.name} [${v.policy}]: ${v.message}`);
+  for (const x of r.unplanned ?? []) out.push(`Program ${notPlanned(x)}`);
   out.push("", "Changes");
   for (const p of r.diff.projects) {
     if (p.changes.length === 0) continue;
@@ -167,6 +175,12 @@ function renderMarkdown(r: DiffReport): string {
       out.push(`- ${code(v.policy)} ${code(v.type)} **${md(v.name)}**: ${md(v.message)}`);
     out.push("");
   }
+  const unplanned = r.unplanned ?? [];
+  if (unplanned.length > 0) {
+    out.push(`### Programs not planned offline`, "");
+    for (const x of unplanned) out.push(`- ${md(notPlanned(x))}`);
+    out.push("");
+  }
   out.push(`### Changes`, "");
   for (const p of r.diff.projects) {
     if (p.changes.length === 0) continue;
@@ -193,6 +207,7 @@ function renderJson(r: DiffReport): string {
       base: r.base,
       summary: r.summary,
       violations: r.violations,
+      unplanned: r.unplanned ?? [],
       projects: r.diff.projects.map((p) => ({
         project: p.project,
         changes: p.changes,

@@ -1,9 +1,29 @@
-// The promoted program (the root Pulumi.yaml) as a plan the diff and the policies can read. It is a Pulumi
-// YAML program, which the offline plan cannot run (its engine is the Go pulumi-language-yaml plugin): its
-// resources are read as declared, with `${...}` expressions left as written and without the engine's
-// evaluation. That is what a pull request changes in it: which resources exist, their properties, their options.
+// The promoted programs (kargo/pipeline.ts `programs`, each in a folder of its own) as plans the diff and the
+// policies can read. A Pulumi YAML program cannot run offline (its engine is the Go pulumi-language-yaml
+// plugin): its resources are read as declared, with `${...}` expressions left as written and without the
+// engine's evaluation. That is what a pull request changes in it: which resources exist, their properties,
+// their options. A program of another runtime is listed as not planned: running a TypeScript program under
+// the mocks would need its own dependencies and the outputs of the stacks it reads (a YAML program's are
+// unevaluated), so its preview stage and the pull-request preview are where its changes show.
+import * as fs from "node:fs";
+import * as path from "node:path";
 import YAML from "yaml";
 import type { PlanResource, ProjectPlan } from "./diff";
+
+/** A promoted program, as `npm run programs` lists it: its folder is relative to the repository. */
+export interface PromotedProgram {
+  name: string;
+  dir: string;
+  project: string;
+  runtime: string;
+}
+
+export interface ProgramPlans {
+  /** The plan of each Pulumi YAML program, in the programs' order. */
+  plans: ProjectPlan[];
+  /** The programs of other runtimes, which the offline plan does not run. */
+  unplanned: PromotedProgram[];
+}
 
 /**
  * Pulumi YAML accepts `pkg:module:Type` for `pkg:module/type:Type` (the type token's module file part is the
@@ -42,4 +62,18 @@ export function yamlProgramPlan(text: string, stack = "example"): ProjectPlan {
     };
   });
   return { project, stack, resources };
+}
+
+/** The plans of the promoted programs in the checkout `tree`, and the programs it cannot plan offline. */
+export function programPlans(tree: string, programs: PromotedProgram[]): ProgramPlans {
+  const plans: ProjectPlan[] = [];
+  const unplanned: PromotedProgram[] = [];
+  for (const program of programs) {
+    if (program.runtime !== "yaml") {
+      unplanned.push(program);
+      continue;
+    }
+    plans.push(yamlProgramPlan(fs.readFileSync(path.join(tree, program.dir, "Pulumi.yaml"), "utf8")));
+  }
+  return { plans, unplanned };
 }

@@ -1,15 +1,20 @@
 // `npm run plan -- --diff <ref>`: plans the ref in a temporary git worktree (with that commit's own plan
 // command, so the diff compares what each commit's code plans) while this process plans the working tree,
-// then diffs, summarizes, runs the policy pack over the working tree's plan, and prints the report.
+// then diffs, summarizes, runs the policy pack over the working tree's plan, and prints the report. The
+// promoted programs are each commit's own too: the ref's as its `npm run programs` lists them.
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import YAML from "yaml";
+import { pipeline as definition } from "../../../kargo/pipeline";
 import { checkResources } from "../../../policy/offline";
+import { validatePipeline } from "../../pipeline/validate";
+import { programsReport } from "../programs";
 import { diffPlans, type ProjectPlan } from "./diff";
 import { renderDiff, type Format } from "./diff-format";
-import { yamlProgramPlan } from "./diff-program";
+import { programPlans, type PromotedProgram } from "./diff-program";
 import { reviewSummary } from "./diff-summary";
 import { writePlan } from "./output";
 import { planChain, projectOrder, repoRoot, type ProjectName } from "./projects";
@@ -41,10 +46,33 @@ function readPlans(dir: string): ProjectPlan[] {
     .map((file) => JSON.parse(fs.readFileSync(file, "utf8")) as ProjectPlan);
 }
 
-/** The promoted program, when the tree has one. */
-function programPlan(tree: string): ProjectPlan[] {
-  const file = path.join(tree, "Pulumi.yaml");
-  return fs.existsSync(file) ? [yamlProgramPlan(fs.readFileSync(file, "utf8"))] : [];
+const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
+
+/** What each side of the diff plans: its projects' and programs' plans, and the programs it cannot plan. */
+interface TreePlan {
+  plans: ProjectPlan[];
+  unplanned: PromotedProgram[];
+}
+
+/**
+ * The ref's promoted programs: as its own `npm run programs` lists them, or in a commit from before there
+ * were several, the one program whose Pulumi.yaml is at the root (none without it).
+ */
+async function refPrograms(tree: string, ref: string, signal: AbortSignal): Promise<PromotedProgram[]> {
+  const cli = path.join(tree, "lib", "cli", "programs.ts");
+  if (fs.existsSync(cli)) {
+    try {
+      const { stdout } = await run(tsx, [cli], { cwd: tree, maxBuffer: 64 * 1024 * 1024, signal });
+      return (JSON.parse(stdout) as { programs: PromotedProgram[] }).programs;
+    } catch (err) {
+      const e = err as { stderr?: string; message: string };
+      throw new BasePlanError(`programs of ${ref} failed: ${(e.stderr || e.message).trim()}`);
+    }
+  }
+  const root = path.join(tree, "Pulumi.yaml");
+  if (!fs.existsSync(root)) return [];
+  const project = (YAML.parse(fs.readFileSync(root, "utf8")) ?? {}) as { name?: unknown };
+  return [{ name: "program", dir: ".", project: String(project.name ?? "program"), runtime: "yaml" }];
 }
 
 /** Plans `sha` with its own `npm run plan -- --out` in a temporary worktree; returns its plans. */
@@ -53,7 +81,7 @@ async function planRef(
   request: DiffRequest,
   scratch: string,
   signal: AbortSignal,
-): Promise<ProjectPlan[]> {
+): Promise<TreePlan> {
   const tree = path.join(scratch, "tree");
   const out = path.join(scratch, "before");
   await git(["worktree", "add", "--detach", "--quiet", tree, sha]);
@@ -70,25 +98,30 @@ async function planRef(
     if (request.project) args.push("--project", request.project);
     if (request.configFile)
       args.push("--config", path.join(tree, path.relative(repoRoot, request.configFile)));
-    const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
-    try {
-      await run(tsx, args, { cwd: tree, maxBuffer: 256 * 1024 * 1024, signal });
-    } catch (err) {
-      const e = err as { stderr?: string; message: string };
-      throw new BasePlanError(`plan of ${request.ref} failed: ${(e.stderr || e.message).trim()}`);
-    }
-    return [...readPlans(out), ...programPlan(tree)];
+    const planned = run(tsx, args, { cwd: tree, maxBuffer: 256 * 1024 * 1024, signal }).catch(
+      (err: { stderr?: string; message: string }) => {
+        throw new BasePlanError(`plan of ${request.ref} failed: ${(err.stderr || err.message).trim()}`);
+      },
+    );
+    // Both run before the worktree goes, whichever fails; the plan's failure is the one to report.
+    const [plan, listed] = await Promise.allSettled([planned, refPrograms(tree, request.ref, signal)]);
+    if (plan.status === "rejected") throw plan.reason;
+    if (listed.status === "rejected") throw listed.reason;
+    const { plans, unplanned } = programPlans(tree, listed.value);
+    return { plans: [...readPlans(out), ...plans], unplanned };
   } finally {
     await git(["worktree", "remove", "--force", tree]).catch(() => undefined);
   }
 }
 
 /** The working tree's plan, written and read back through resources.json like the ref's. */
-async function planWorkingTree(request: DiffRequest, scratch: string): Promise<ProjectPlan[]> {
+async function planWorkingTree(request: DiffRequest, scratch: string): Promise<TreePlan> {
   const out = path.join(scratch, "after");
-  const plans = await planChain({ project: request.project, configFile: request.configFile });
-  for (const plan of plans) writePlan(out, plan);
-  return [...readPlans(out), ...programPlan(repoRoot)];
+  const programs = programsReport(validatePipeline(definition)).programs;
+  const chain = await planChain({ project: request.project, configFile: request.configFile });
+  for (const plan of chain) writePlan(out, plan);
+  const { plans, unplanned } = programPlans(repoRoot, programs);
+  return { plans: [...readPlans(out), ...plans], unplanned };
 }
 
 /** The diff report of the working tree against `request.ref`, rendered in `request.format`. */
@@ -109,10 +142,11 @@ export async function planDiff(request: DiffRequest): Promise<string> {
     ]);
     const failed = settled.find((s) => s.status === "rejected");
     if (failed) throw failed.reason;
-    const [after, before] = settled.map((s) => (s as PromiseFulfilledResult<ProjectPlan[]>).value) as [
-      ProjectPlan[],
-      ProjectPlan[],
+    const [working, ref] = settled.map((s) => (s as PromiseFulfilledResult<TreePlan>).value) as [
+      TreePlan,
+      TreePlan,
     ];
+    const [after, before] = [working.plans, ref.plans];
     const diff = diffPlans(before, after);
     const violations = await checkResources(after.flatMap((p) => p.resources));
     return renderDiff(
@@ -123,6 +157,7 @@ export async function planDiff(request: DiffRequest): Promise<string> {
         violations,
         before,
         after,
+        unplanned: working.unplanned,
       },
       request.format,
     );

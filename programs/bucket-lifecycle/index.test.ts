@@ -1,5 +1,5 @@
-// programs/bucket-lifecycle, the TypeScript program promoted beside the bucket program, tested the way its
-// team would: under Pulumi's mocks, with the stack config the CLI would hand it (Pulumi.yaml's declared
+// The tests of programs/bucket-lifecycle, beside it (removing the program removes them), the way its team
+// would test it: under Pulumi's mocks, with the stack config the CLI would hand it (Pulumi.yaml's declared
 // defaults under the stack file's values). Test files share their worker's modules (vitest.config.mts): the
 // program is required fresh for every run, and the config and runtime settings are reset after.
 import * as fs from "node:fs";
@@ -9,10 +9,9 @@ import * as pulumi from "@pulumi/pulumi";
 import * as runtimeSettings from "@pulumi/pulumi/runtime/settings";
 import YAML from "yaml";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { setStackConfig } from "../lib/cli/plan/harness";
 
-const repoRoot = path.resolve(__dirname, "..");
-const programDir = path.join(repoRoot, "programs", "bucket-lifecycle");
+const repoRoot = path.resolve(__dirname, "..", "..");
+const programDir = __dirname;
 const project = "infra-bucket-lifecycle";
 const lifecycleType = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration";
 
@@ -74,7 +73,13 @@ async function run(
     false,
     org,
   );
-  setStackConfig({ ...cliConfig(stack), ...overrides });
+  // As the CLI hands config to a program: strings as they are, anything else as JSON text.
+  const config = { ...cliConfig(stack), ...overrides };
+  pulumi.runtime.setAllConfig(
+    Object.fromEntries(
+      Object.entries(config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+    ),
+  );
   let program: ReturnType<typeof requireProgram>;
   try {
     program = requireProgram();
