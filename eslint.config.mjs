@@ -30,8 +30,8 @@ export default tseslint.config(
     },
   },
   {
-    // Tests read plans and manifests, which are untyped JSON by nature.
-    files: ["test/**/*.ts"],
+    // Tests read plans, manifests and mocked registrations, which are untyped JSON by nature.
+    files: ["test/**/*.ts", "programs/**/*.test.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },
   },
 );

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { cents, monthlyCost, type CostItem as Item, type PricedResource } from "../lib/cli/plan/costs";
-import { environmentStages } from "../lib/pipeline/graph";
+import { programStages } from "../lib/pipeline/graph";
 import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { planChain, repoRoot } from "../lib/cli/plan/projects";
@@ -55,7 +55,7 @@ describe("what the platform costs idle", () => {
   it("prices each plugin cache claim as a gp3 volume of its size, when the pipeline asks for them", () => {
     const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
     const storageClass = resources.find((r) => r.type === "kubernetes:storage.k8s.io/v1:StorageClass")!;
-    const claims = environmentStages(on).map((s) => ({
+    const claims = programStages(on).map((s) => ({
       type: "kubernetes:core/v1:PersistentVolumeClaim",
       name: `${on.project}-${s.name}-plugins`,
       inputs: pluginCacheClaim(on, s, (storageClass.inputs.metadata as { name: string }).name),

@@ -24,6 +24,7 @@ type StageInput = PipelineInput["stages"][number];
 /** What the fork runs of this repository's tests: the ones that follow the pipeline's shape. */
 export const forkTests = [
   "test/kargo.test.ts",
+  "test/kargo-access.test.ts",
   "test/capacity.test.ts",
   "test/cluster-setup.test.ts",
   "test/pipeline-validation.test.ts",

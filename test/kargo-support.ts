@@ -1,11 +1,31 @@
-// What the kargo project's tests (kargo*.test.ts and the tests of what it derives) share: the approver groups
-// a pipeline names, the stages Kargo runs read off the definition, a pipeline with one more program, and the
-// shape of a planned Kubernetes object.
+// What the kargo project's tests (kargo*.test.ts and the tests of what it derives) share: the example's plan
+// of the kargo project, the approver groups a pipeline names, the stages Kargo runs read off the definition,
+// a pipeline with one more program, the workspace image a program declares, and the shape of a planned
+// Kubernetes object.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
+import { pipeline as definition } from "../kargo/pipeline";
+import type { ProgramPlan } from "../lib/cli/plan/harness";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain } from "../lib/cli/plan/projects";
 import { programStageName, programStages } from "../lib/pipeline/graph";
 import { WORKSPACE_IMAGES, type EnvironmentStage, type Pipeline, type Program } from "../lib/pipeline/schema";
+
+/**
+ * The example's plans of cluster-setup and of the kargo project, which reads cluster-setup's outputs, and the
+ * Kubernetes objects of a kind the kargo project declares. For a beforeAll: planChain plans each once per worker.
+ */
+export async function planKargo(): Promise<{
+  setup: ProgramPlan;
+  plan: ProgramPlan;
+  ofKind: (kind: string) => Obj[];
+}> {
+  const plans = await planChain();
+  const [setup, plan] = [plans[1]!, plans[2]!];
+  const objects = kubernetesObjects(plan) as Obj[];
+  return { setup, plan, ofKind: (kind: string) => objects.filter((o) => o.kind === kind) };
+}
 
 /** The Cognito groups the pipeline names: every gate's approvers and every destructive-change approver group. */
 export const namedGroups = (p: Pipeline) =>
@@ -81,6 +101,10 @@ export function withExtraProgram(p: Pipeline): Pipeline {
   };
   return { ...p, programs: [...p.programs, extra] };
 }
+
+/** The workspace image kargo/pipeline.ts declares for a program, or none. */
+export const declaredImage = (x: Pick<Program, "name">) =>
+  definition.programs.find((d) => d.name === x.name)!.workspaceImage;
 
 /** A program's Pulumi.yaml as committed, and the runtime it names (`runtime: x` or `runtime: {name: x}`). */
 export function projectFile(repoRoot: string, x: Pick<Program, "dir">) {

@@ -1,6 +1,6 @@
 // What the pipeline tests (pipeline-*.test.ts) share: kargo/pipeline.ts with one part changed, the message
-// a refused definition gets, and throwaway repository checkouts on disk: the definition's own programs
-// copied from this repository, or made-up programs written there.
+// a refused definition gets, throwaway repository checkouts on disk (the definition's own programs copied
+// from this repository, or made-up programs written there), and made-up pipelines whose programs are.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -9,7 +9,12 @@ import { pipeline as defaultPipeline } from "../kargo/pipeline";
 import { defaultRepoRoot } from "../lib/pipeline/check-repository";
 import { programStages } from "../lib/pipeline/graph";
 import { stackManifestFile } from "../lib/pipeline/names";
-import { PipelineError, type EnvironmentStage, type PipelineInput } from "../lib/pipeline/schema";
+import {
+  PipelineError,
+  type EnvironmentStage,
+  type Pipeline,
+  type PipelineInput,
+} from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 
 export type StageInput = PipelineInput["stages"][number];
@@ -44,6 +49,10 @@ export const forFirstEnvironment = (message: RegExp) =>
       .replaceAll('environment "dev"', `environment "${escaped(firstEnv)}"`)
       .replace("programs\\.PROGRAM:", `programs\\.${escaped(firstProgram.name)}:`),
   );
+
+/** A problem of a field of the definition's first program. */
+export const ofFirstProgram = (field: string, problem: RegExp) =>
+  new RegExp(`programs\\.${escaped(firstProgram.name)}\\.${field}: ${problem.source}`);
 
 export const withSource = (source: Partial<PipelineInput["source"]>): PipelineInput => ({
   ...base,
@@ -89,6 +98,21 @@ export const problemsOf = (input: unknown, repoRoot?: string): string => {
   }
   throw new Error("the pipeline was accepted");
 };
+
+/** A hostile definition's refusal: a list of problems, one of them `message`, and no stack trace. */
+export function expectRefused(input: unknown, message: RegExp): void {
+  const problems = problemsOf(input);
+  expect(problems).toMatch(/^Invalid pipeline definition:\n {2}- /);
+  expect(problems).toMatch(message);
+  expect(problems).not.toMatch(/\n\s+at /); // no stack trace in the message
+}
+
+/** The problem lines of a refusal. */
+export const linesOf = (problems: string) =>
+  problems
+    .split("\n")
+    .filter((line) => line.startsWith("  - "))
+    .map((line) => line.slice(4));
 
 export const tempDirs: string[] = [];
 export const tempDir = (prefix: string) => {
@@ -196,3 +220,81 @@ export function writeProgram(
   }
   writeStackConfigs(root, x.dir, environments);
 }
+
+// Made-up pipelines (pipeline-programs, pipeline-program-stages): names no fork's pipeline has, a Kargo
+// project, two environments, their stages and programs, the programs written into a throwaway checkout.
+export const madeUpProject = "zzt";
+export const madeUpEnvironments: PipelineInput["environments"] = {
+  zza: { pulumiStack: "zza", destructiveChangeApprovers: ["zz-approvers"] },
+  zzb: { pulumiStack: "zzb", destructiveChangeApprovers: ["zz-approvers"] },
+};
+export const gate = (name: string, from: StageInput["from"], requireAll = false): StageInput => ({
+  name,
+  kind: "gate",
+  from,
+  requireAll,
+  approvers: ["zz-approvers"],
+});
+const envStage =
+  (kind: "preview" | "update") =>
+  (name: string, environment: string, from: StageInput["from"], requireAll = false): StageInput => ({
+    name,
+    kind,
+    environment,
+    from,
+    requireAll,
+  });
+export const preview = envStage("preview");
+export const update = envStage("update");
+/**
+ * Gate, preview and update for zza; a gate taking Freight from zza (which makes zza a join), then preview
+ * and update for zzb.
+ */
+export const twoEnvironments: StageInput[] = [
+  gate("zzgate", "warehouse"),
+  preview("zzapreview", "zza", ["zzgate"]),
+  update("zza", "zza", ["zzapreview"]),
+  gate("zzgateb", ["zza"]),
+  preview("zzbpreview", "zzb", ["zzgateb"]),
+  update("zzb", "zzb", ["zzbpreview"]),
+];
+
+/** A made-up program: its declaration, and its files unless told otherwise. */
+export interface MadeUp extends Partial<ProgramFiles> {
+  name: string;
+  dependsOn?: string[];
+  workspaceImage?: string;
+}
+export const dirOf = (x: MadeUp) => x.dir ?? `zz-programs/${x.name}`;
+/** The made-up pipeline declaring `programs`, over `stages`. */
+export const declared = (programs: MadeUp[], stages = twoEnvironments): PipelineInput => ({
+  ...base,
+  project: madeUpProject,
+  programs: programs.map((x) => ({
+    name: x.name,
+    dir: dirOf(x),
+    ...(x.dependsOn ? { dependsOn: x.dependsOn } : {}),
+    ...(x.workspaceImage ? { workspaceImage: x.workspaceImage } : {}),
+  })),
+  environments: madeUpEnvironments,
+  stages,
+});
+/** A checkout holding the programs' folders, each with its Pulumi project `zzt-<name>` unless told. */
+export const repoOf = (programs: MadeUp[]) =>
+  programsRepo(
+    programs.map((x) => ({
+      dir: dirOf(x),
+      project: x.project ?? `${madeUpProject}-${x.name}`,
+      runtime: x.runtime,
+      files: x.files,
+    })),
+    madeUpEnvironments,
+  );
+export const accepted = (programs: MadeUp[], stages = twoEnvironments): Pipeline =>
+  validatePipeline(declared(programs, stages), { repoRoot: repoOf(programs) });
+export const refused = (programs: MadeUp[], stages = twoEnvironments): string =>
+  problemsOf(declared(programs, stages), repoOf(programs));
+
+export const packageJson = JSON.stringify({ name: "zz", dependencies: { "@pulumi/pulumi": "3.270.0" } });
+export const packageLock = (dependencies: Record<string, string>) =>
+  JSON.stringify({ name: "zz", lockfileVersion: 3, packages: { "": { name: "zz", dependencies } } });

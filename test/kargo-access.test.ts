@@ -1,0 +1,318 @@
+// Who and what the kargo project's pipeline objects, as planned from kargo/pipeline.ts, let act: each gate's
+// approver roles and Cognito groups, the Argo CD Applications that deploy each program stage and their plugin
+// cache claims, the credentials, each program's AWS permissions in each environment's identity, and the
+// agreement with cluster-setup. The Stages, Warehouse and promotion policies are kargo.test.ts's.
+import { beforeAll, describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import {
+  bucketAccess,
+  bucketLifecycleAccess,
+  programReadActions,
+  programWriteActions,
+} from "../kargo/programPolicy";
+import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
+import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline/access";
+import { programStages } from "../lib/pipeline/graph";
+import { names, stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
+import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
+import { approverGroups } from "../lib/pipeline/rbac";
+import { type Pipeline, type Program } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
+import type { ProgramPlan } from "../lib/cli/plan/harness";
+import { ofType, one } from "./helpers";
+import { namedGroups, planKargo, programStageNames, type Obj } from "./kargo-support";
+
+describe("kargo project", () => {
+  const pipeline: Pipeline = validatePipeline(definition);
+  let setup: ProgramPlan;
+  let plan: ProgramPlan;
+  let ofKind: (kind: string) => Obj[];
+
+  beforeAll(async () => {
+    ({ setup, plan, ofKind } = await planKargo());
+  });
+
+  it("lets each gate's Cognito groups promote into that gate through Kargo's API: promote on it, create promotions, read", () => {
+    for (const gate of pipeline.stages.filter((s) => s.kind === "gate")) {
+      const name = `approver-${gate.name}`;
+      const account = ofKind("ServiceAccount").find((a) => a.metadata.name === name)!;
+      expect(account.metadata.namespace).toBe(pipeline.project);
+      expect(JSON.parse(account.metadata.annotations["rbac.kargo.akuity.io/claims"])).toEqual({
+        "cognito:groups": gate.approvers,
+      });
+      expect(ofKind("Role").find((r) => r.metadata.name === name)!.rules).toEqual([
+        {
+          apiGroups: ["kargo.akuity.io"],
+          resources: ["stages"],
+          resourceNames: [gate.name],
+          verbs: ["promote"],
+        },
+        { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] },
+      ]);
+      const bindings = ofKind("RoleBinding").filter((b) => b.subjects?.[0]?.name === name);
+      expect(bindings.map((b) => b.roleRef.name).sort()).toEqual([name, "kargo-viewer"].sort());
+    }
+    // No gate approver may approve Freight past verification (`kargo approve` patches freights/status);
+    // only destructive-change approvers may, for their environment's update stage (destructive-changes.test).
+    const rules = ofKind("Role")
+      .filter((r) => r.metadata.name.startsWith("approver-"))
+      .flatMap((r) => r.rules as { resources: string[]; verbs: string[] }[]);
+    expect(rules.some((r) => r.resources.includes("freights/status"))).toBe(false);
+    expect(rules.every((r) => !r.verbs.includes("*"))).toBe(true);
+    // Cluster-level read (kargo-user: list projects) for exactly the approver groups.
+    const oidc = (one(plan, "kubernetes:helm.sh/v3:Release").inputs.values as any).api.oidc;
+    expect(oidc.users).toEqual({ claims: { "cognito:groups": namedGroups(pipeline) } });
+    expect(approverGroups(pipeline)).toEqual(oidc.users.claims["cognito:groups"]);
+    expect(setup.outputs.cognitoApproverGroups).toEqual(expect.arrayContaining(approverGroups(pipeline)));
+  });
+
+  it("gives Kargo's install the same approver groups whatever order the pipeline names them in, so reordering them upgrades nothing", () => {
+    const groups = approverGroups(pipeline);
+    const firstGate = definition.stages.find((s) => s.kind === "gate")!;
+    // The first gate now names every group, last one first: the same groups, met in another order.
+    const reordered = validatePipeline({
+      ...definition,
+      stages: definition.stages.map((s) =>
+        s.name === firstGate.name ? { ...s, approvers: [...groups].reverse() } : s,
+      ),
+    });
+    expect(approverGroups(reordered)).toEqual(groups);
+  });
+
+  it("gives each program stage an Argo CD Application tracking the stage's own branch, which never syncs or prunes on its own", () => {
+    const apps = ofKind("Application");
+    expect(apps.map((a) => a.metadata.name).sort()).toEqual(
+      programStageNames(pipeline)
+        .map((s) => stackObjectName(pipeline, s))
+        .sort(),
+    );
+    for (const s of programStages(pipeline)) {
+      const app = apps.find((a) => a.metadata.name === stackObjectName(pipeline, s.name))!;
+      expect(app.metadata.namespace).toBe(setup.outputs.argocdNamespace);
+      expect(app.metadata.annotations).toEqual({
+        "kargo.akuity.io/authorized-stage": `${pipeline.project}:${s.name}`,
+      });
+      expect(app.spec.project).toBe(setup.outputs.argocdProject);
+      expect(app.spec.syncPolicy?.automated).toBeUndefined();
+      expect(app.spec.destination).toEqual({
+        server: "https://kubernetes.default.svc",
+        namespace: pipeline.stacks.namespace,
+      });
+      expect(app.spec.source, s.name).toEqual({
+        repoURL: pipeline.source.repoURL,
+        targetRevision: stageBranch(s.name),
+        path: ".",
+        directory: { include: stackManifestFile(s.name) },
+      });
+    }
+    // One tracked branch and one manifest per Application: no stage of one program deploys another's.
+    expect(new Set(apps.map((a) => a.spec.source.targetRevision)).size).toBe(apps.length);
+    expect(new Set(apps.map((a) => a.spec.source.directory.include)).size).toBe(apps.length);
+  });
+
+  it("gives each program stage its own plugin cache claim of cluster-setup's StorageClass when the pipeline asks for one, and none otherwise", () => {
+    const claims = ofKind("PersistentVolumeClaim");
+    const cached = pipeline.stacks.pluginCacheGiB > 0 ? programStageNames(pipeline) : [];
+    expect(claims.map((c) => c.metadata.name).sort()).toEqual(
+      cached.map((s) => `${stackObjectName(pipeline, s)}-plugins`).sort(),
+    );
+    for (const claim of claims) {
+      expect(claim.metadata.namespace).toBe(pipeline.stacks.namespace);
+      expect(claim.spec.storageClassName).toBe(setup.outputs.pluginCacheStorageClass);
+    }
+    // What a pipeline with a cache gets, stage by stage: a claim of its own, of the size asked for.
+    const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 6 } });
+    const onStages = programStages(on);
+    expect(onStages).toHaveLength(on.programs.length * on.stages.filter((s) => s.kind !== "gate").length);
+    for (const s of onStages) {
+      expect(pluginCacheClaim(on, s, "pulumi-plugin-cache")).toEqual({
+        metadata: {
+          name: `${on.project}-${s.name}-plugins`,
+          namespace: on.stacks.namespace,
+          labels: { "app.kubernetes.io/part-of": on.project, "app.kubernetes.io/instance": s.name },
+        },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "pulumi-plugin-cache",
+          resources: { requests: { storage: "6Gi" } },
+        },
+      });
+    }
+    const claimNames = onStages.map((s) => pluginCacheClaim(on, s, "x").metadata.name);
+    expect(new Set(claimNames).size).toBe(onStages.length);
+  });
+
+  it("refuses a plugin cache on a cluster without the EBS CSI driver, naming both settings", () => {
+    const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
+    const outputs = setup.upstream.outputs as Record<string, any>;
+    const upstream = (ebsCsiDriver: boolean) =>
+      ({
+        ...outputs,
+        network: {},
+        previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
+        ebsCsiDriver,
+      }) as unknown as ClusterSetup;
+    expect(() => checkAgainstClusterSetup(on, upstream(false))).toThrow(
+      "pipeline stacks.pluginCacheGiB is 4, but the cluster runs no EBS CSI driver to provision the plugin caches; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0",
+    );
+    expect(() => checkAgainstClusterSetup(on, upstream(true))).not.toThrow();
+    expect(() => checkAgainstClusterSetup(pipeline, upstream(false))).not.toThrow();
+  });
+
+  it("labels the git credentials for Kargo and keeps every credential secret", () => {
+    const secrets = ofKind("Secret");
+    const git = secrets.find(
+      (s) => s.metadata.namespace === pipeline.project && s.metadata.name === names.gitCredentials,
+    )!;
+    expect(git.metadata.labels).toEqual({ "kargo.akuity.io/cred-type": "git" });
+    for (const s of secrets) expect(s.stringData, s.metadata.name).toBe("[secret]");
+    expect(secrets.map((s) => `${s.metadata.namespace}/${s.metadata.name}`).sort()).toEqual(
+      [
+        `${setup.outputs.argocdNamespace}/${pipeline.project}-repository`,
+        `${pipeline.project}/${names.gitCredentials}`,
+        `${pipeline.project}/${names.webhookSecret}`,
+        `${pipeline.project}/${names.verificationToken}`,
+        `${pipeline.stacks.namespace}/${pipeline.stacks.gitCredentialsSecret}`,
+      ].sort(),
+    );
+  });
+
+  describe("each program's AWS permissions", () => {
+    type Statement = { Sid?: string; Action: string[]; Resource: string | string[]; Condition?: unknown };
+    const policies = () => ofType(plan, "aws:iam/rolePolicy:RolePolicy");
+    const policy = (name: string) => {
+      const found = policies().filter((p) => p.name === name);
+      expect(found, name).toHaveLength(1);
+      return { role: found[0]!.inputs.role, document: JSON.parse(String(found[0]!.inputs.policy)) };
+    };
+    const resources = (s: Statement) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
+    const bucketsOf = (project: string, stack: string) => `arn:aws:s3:::${project}-${stack}-*`;
+    const projectOf = (name: string) => pipeline.programs.find((x) => x.name === name)!.project;
+    /** Whether a program's access computes what `access` does, for every environment and for previews. */
+    const computesAs = (x: Program, access: Program["aws"]) =>
+      Object.keys(pipeline.environments).every(
+        (env) =>
+          JSON.stringify(updatePolicy(pipeline, x, env)) ===
+          JSON.stringify(updatePolicy(pipeline, { ...x, aws: access }, env)),
+      ) &&
+      JSON.stringify(previewPolicy(pipeline, x)) ===
+        JSON.stringify(previewPolicy(pipeline, { ...x, aws: access }));
+
+    it("attaches one policy per program to each environment's role and one per program to the preview role, exactly what access.ts computes", () => {
+      const identities = setup.outputs.stackIdentities as Record<string, { roleName: string }>;
+      const withAccess = pipeline.programs.filter((x) => x.aws);
+      const environments = Object.keys(pipeline.environments);
+      expect(
+        policies()
+          .map((p) => p.name)
+          .sort(),
+      ).toEqual(
+        withAccess
+          .flatMap((x) => [
+            ...environments.map((e) => policyResourceName(x.name, e)),
+            policyResourceName(x.name),
+          ])
+          .sort(),
+      );
+      for (const x of withAccess) {
+        for (const env of environments) {
+          const { role, document } = policy(policyResourceName(x.name, env));
+          expect(role, `${x.name} in ${env}`).toBe(identities[env]!.roleName);
+          expect(document, `${x.name} in ${env}`).toEqual(updatePolicy(pipeline, x, env));
+        }
+        const { role, document } = policy(policyResourceName(x.name));
+        expect(role, x.name).toBe(setup.outputs.previewRoleName);
+        expect(document, x.name).toEqual(previewPolicy(pipeline, x));
+      }
+    });
+
+    it("lets an environment's role reach only that environment's buckets of the program and of the programs it depends on, creating only its own", () => {
+      for (const x of pipeline.programs.filter((x) => x.aws)) {
+        const reachable = [x.project, ...x.dependsOn.map(projectOf)];
+        for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
+          const statements = policy(policyResourceName(x.name, env)).document.Statement as Statement[];
+          expect(statements.length, `${x.name} in ${env}`).toBeGreaterThan(0);
+          for (const statement of statements) {
+            for (const action of statement.Action) expect(action).toMatch(/^s3:[A-Z][A-Za-z]+$/);
+            for (const arn of resources(statement))
+              expect(
+                reachable.map((p) => bucketsOf(p, pulumiStack)),
+                `${x.name} in ${env}`,
+              ).toContain(arn);
+            if (statement.Action.includes("s3:CreateBucket"))
+              expect(resources(statement)).toEqual([bucketsOf(x.project, pulumiStack)]);
+          }
+        }
+      }
+    });
+
+    it("gives a bucket program its buckets in the environment, and a lifecycle program only their lifecycle configuration", () => {
+      for (const x of pipeline.programs.filter((x) => x.aws === bucketAccess)) {
+        for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
+          const statements = policy(policyResourceName(x.name, env)).document.Statement as Statement[];
+          expect(new Set(statements.flatMap((s) => s.Action))).toEqual(
+            new Set([...programReadActions, ...programWriteActions]),
+          );
+          for (const statement of statements)
+            expect(resources(statement)).toEqual([bucketsOf(x.project, pulumiStack)]);
+        }
+      }
+      for (const x of pipeline.programs) {
+        const bucketProgram = x.dependsOn.find((d) => computesAs(x, bucketLifecycleAccess(d)));
+        if (bucketProgram === undefined) continue;
+        for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
+          const statements = policy(policyResourceName(x.name, env)).document.Statement as Statement[];
+          expect(statements.flatMap((s) => s.Action).sort()).toEqual([
+            "s3:GetLifecycleConfiguration",
+            "s3:PutLifecycleConfiguration",
+          ]);
+          for (const statement of statements)
+            expect(resources(statement)).toEqual([bucketsOf(projectOf(bucketProgram), pulumiStack)]);
+        }
+      }
+    });
+
+    it("lets previews only read, in every environment", () => {
+      const stacks = Object.values(pipeline.environments).map((e) => e.pulumiStack);
+      for (const x of pipeline.programs.filter((x) => x.aws)) {
+        const reachable = [x.project, ...x.dependsOn.map(projectOf)];
+        const statements = policy(policyResourceName(x.name)).document.Statement as Statement[];
+        expect(statements.length, x.name).toBeGreaterThan(0);
+        for (const statement of statements) {
+          for (const action of statement.Action) expect(action, x.name).toMatch(/^s3:(Get|List)[A-Za-z]+$/);
+          const arns = resources(statement);
+          expect(arns.length, x.name).toBe(stacks.length);
+          for (const arn of arns)
+            expect(
+              reachable.flatMap((p) => stacks.map((stack) => bucketsOf(p, stack))),
+              x.name,
+            ).toContain(arn);
+        }
+      }
+    });
+  });
+
+  it("rejects a pipeline that disagrees with cluster-setup, naming both sides", () => {
+    const outputs = setup.upstream.outputs as Record<string, any>;
+    const agreeing = {
+      ...outputs,
+      network: {},
+      previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
+    } as unknown as ClusterSetup;
+    expect(() => checkAgainstClusterSetup(pipeline, agreeing)).not.toThrow();
+    const gate = pipeline.stages.find((s) => s.kind === "gate")!;
+    const group = gate.approvers[0]!;
+    const otherNamespace = `${pipeline.stacks.namespace}-other`;
+    const disagreeing = {
+      ...agreeing,
+      stacksNamespace: otherNamespace,
+      cognitoApproverGroups: namedGroups(pipeline).filter((g) => g !== group),
+    };
+    expect(() => checkAgainstClusterSetup(pipeline, disagreeing)).toThrow(
+      `pipeline stacks.namespace is "${pipeline.stacks.namespace}" but cluster-setup's stacksNamespace is "${otherNamespace}"`,
+    );
+    expect(() => checkAgainstClusterSetup(pipeline, disagreeing)).toThrow(
+      `stage "${gate.name}": approver group "${group}" is not a Cognito group`,
+    );
+  });
+});
