@@ -2,6 +2,7 @@
 // rule flags a planned resource changed the way a pull request could change it. The pack runs as the engine
 // runs it (its own process, asked over gRPC: test/policy-server.ts), and the offline driver the plan diff
 // uses (policy/offline.ts) must find exactly the same.
+import { policyResourceName } from "../lib/pipeline/access";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
@@ -87,7 +88,7 @@ describe("the policy pack", () => {
     // Each program's policy in each environment (kargo/index.ts), as kargo plans it for its example stacks.
     const roles = validated.programs
       .filter((x) => x.aws)
-      .flatMap((x) => Object.keys(validated.environments).map((env) => `program-${x.name}-${env}`))
+      .flatMap((x) => Object.keys(validated.environments).map((env) => policyResourceName(x.name, env)))
       .map((name) => planned.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === name))
       .filter((r) => r !== undefined);
     expect(roles.length).toBeGreaterThan(0);
