@@ -3,7 +3,8 @@
 // (`npm run stacks` rewrites stacks/ after a change here).
 import { fork } from "../lib/fork";
 import type { PipelineInput } from "../lib/pipeline/schema";
-import { bucketAccess, bucketLifecycleAccess } from "./programPolicy";
+import { bucketAccess } from "../programs/bucket/access";
+import { bucketLifecycleAccess } from "../programs/bucket-lifecycle/access";
 
 export const pipeline: PipelineInput = {
   project: "infra",

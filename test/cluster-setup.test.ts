@@ -149,7 +149,7 @@ describe("cluster-setup project", () => {
 
   it("exports one identity per environment of kargo/pipeline.ts (stackEnvironments left empty), and the preview identity, for kargo", () => {
     const exported = plan.outputs.stackIdentities as Record<string, Record<string, string>>;
-    expect(Object.keys(exported)).toEqual(Object.keys(pipeline.environments));
+    expect(Object.keys(exported).sort()).toEqual(Object.keys(pipeline.environments).sort());
     for (const [env, identity] of Object.entries(exported)) {
       expect(identity.serviceAccountName).toBe(`pulumi-stacks-${env}`);
       expect(identity.roleArn).toMatch(new RegExp(`^arn:aws:iam::\\d{12}:role/${identity.roleName}$`));

@@ -27,7 +27,8 @@ describe("README", () => {
     // A copy of what the docs command reads, with a stage that names an upstream that does not exist.
     const copy = fs.mkdtempSync(path.join(os.tmpdir(), "docs-"));
     fs.cpSync(path.join(repoRoot, "lib"), path.join(copy, "lib"), { recursive: true });
-    fs.cpSync(path.join(repoRoot, "kargo"), path.join(copy, "kargo"), { recursive: true });
+    for (const dir of ["kargo", ...validatePipeline(definition).programs.map((x) => x.dir)])
+      fs.cpSync(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
     const first = definition.stages.find((s) => s.from !== "warehouse")!;
     // The definition holds code (each program's access), so the copy overrides its stages in TypeScript.
     const file = path.join(copy, "kargo", "pipeline.ts");

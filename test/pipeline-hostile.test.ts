@@ -137,9 +137,9 @@ describe("hostile pipeline definitions", () => {
     ],
     [
       "an environment no stage uses",
-      withEnvironments({ prod: { pulumiStack: "prod" } }),
+      withEnvironments({ "zz-unused": { pulumiStack: "zz-unused" } }),
       new RegExp(
-        `environments\\.prod: no stage uses it; add stages for it or remove it \\(environments in use: ${escaped(Object.keys(basePipeline.environments).join(", "))}\\)`,
+        `environments\\.zz-unused: no stage uses it; add stages for it or remove it \\(environments in use: ${escaped(Object.keys(basePipeline.environments).sort().join(", "))}\\)`,
       ),
     ],
     // Stages.
@@ -278,10 +278,12 @@ describe("hostile pipeline definitions", () => {
 
   it("names an unused protected environment once, as unused, not for the preview and approvers it lacks", () => {
     const problems = problemsOf(
-      withEnvironments({ prod: { pulumiStack: "prod", protected: true, destructiveChangeApprovers: [] } }),
+      withEnvironments({
+        "zz-unused": { pulumiStack: "zz-unused", protected: true, destructiveChangeApprovers: [] },
+      }),
     );
     expect(problems.split("\n").filter((line) => line.startsWith("  - "))).toEqual([
-      expect.stringMatching(/^ {2}- environments\.prod: no stage uses it;/),
+      expect.stringMatching(/^ {2}- environments\.zz-unused: no stage uses it;/),
     ]);
   });
 });

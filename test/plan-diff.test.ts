@@ -113,11 +113,11 @@ describe("npm run plan -- --diff, between two commits", () => {
         "kargo:webhookAllowedCidrs:\n    - 0.0.0.0/0\n",
       ),
     );
-    // Widens every program's policy from its buckets to every resource.
-    edit(path.join(repo, "kargo/programPolicy.ts"), (t) =>
+    // Widens every program's policy in every environment to every resource, whatever the program's access.
+    edit(path.join(repo, "lib/pipeline/access.ts"), (t) =>
       t.replace(
-        /const bucketArns = \(([^)]*)\) =>[^;]*;/,
-        'const bucketArns = (_project: string, _scope: AccessScope) => ["*"];',
+        "Statement: x.aws.update(scopeOf(p, x, [env.pulumiStack], partition))",
+        'Statement: x.aws.update(scopeOf(p, x, [env.pulumiStack], partition)).map((s) => ({ ...s, Resource: "*" }))',
       ),
     );
     // Adds a node.

@@ -42,3 +42,16 @@ export function previewPolicy(p: Pipeline, x: Program, partition = "aws"): Polic
  */
 export const policyResourceName = (program: string, environment?: string) =>
   environment === undefined ? `program.${program}.preview` : `program.${program}.environment.${environment}`;
+
+/** Only resources of the account the role lives in, whoever else shares a name pattern. */
+export const sameAccount = { StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } };
+
+/** The Pulumi project of the program named `program`, which another program's permissions refer to. */
+export function projectOfProgram(scope: AccessScope, program: string): string {
+  const project = Object.hasOwn(scope.projects, program) ? scope.projects[program] : undefined;
+  if (!project)
+    throw new Error(
+      `no program "${program}" in the pipeline (programs: ${Object.keys(scope.projects).join(", ")}); a program's aws access names it`,
+    );
+  return project;
+}

@@ -14,7 +14,7 @@ export function unusedEnvironmentProblems(p: ParsedPipeline): string[] {
     .filter((name) => !used.has(name))
     .map(
       (name) =>
-        `environments.${name}: no stage uses it; add stages for it or remove it (environments in use: ${[...used].join(", ") || "none"})`,
+        `environments.${name}: no stage uses it; add stages for it or remove it (environments in use: ${[...used].sort().join(", ") || "none"})`,
     );
 }
 

@@ -204,15 +204,14 @@ export function expandStages(
   const cycle = findCycle(full);
   if (cycle) return { stages, cycle, mixed: [] };
 
-  const graph = full;
   const mixed: Expansion["mixed"] = [];
   const result = stages.map((s): RunStage => {
     if (s.kind === "join" || s.kind === "gate") return s;
     const deps = dependencyEdges.get(s.name)!;
     if (deps.length === 0) return s;
     const base = s.from === "warehouse" ? [] : s.from;
-    const keptDeps = deps.filter((d) => !base.some((b) => ancestors(graph, b).has(d)));
-    const keptBase = base.filter((b) => !keptDeps.some((d) => ancestors(graph, d).has(b)));
+    const keptDeps = deps.filter((d) => !base.some((b) => ancestors(full, b).has(d)));
+    const keptBase = base.filter((b) => !keptDeps.some((d) => ancestors(full, d).has(b)));
     if (keptDeps.length > 0 && keptBase.length > 1 && !s.requireAll)
       mixed.push({ stage: s.name, program: s.program, upstream: keptBase });
     const from = [...keptBase, ...keptDeps];
@@ -221,8 +220,14 @@ export function expandStages(
   return { stages: topologicalOrder(result), mixed };
 }
 
-/** Every Kargo stage of a validated pipeline, each after its upstream stages. */
-export const runStages = (p: Pick<Pipeline, "stages" | "programs">): RunStage[] => expandStages(p).stages;
+const expanded = new WeakMap<object, RunStage[]>();
+
+/** Every Kargo stage of a validated pipeline, each after its upstream stages (worked out once per pipeline). */
+export function runStages(p: Pick<Pipeline, "stages" | "programs">): RunStage[] {
+  const known = expanded.get(p) ?? expandStages(p).stages;
+  expanded.set(p, known);
+  return [...known];
+}
 
 export const isProgramStage = (s: RunStage): s is ProgramStage => s.kind === "preview" || s.kind === "update";
 
