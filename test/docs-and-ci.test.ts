@@ -17,6 +17,29 @@ const validator = path.join(repoRoot, "node_modules", ".bin", "action-validator"
 const github = path.join(repoRoot, ".github");
 const workflow = (name: string) => YAML.parse(fs.readFileSync(path.join(github, "workflows", name), "utf8"));
 
+/**
+ * A copy of what the command-line tools read (lib/, kargo/, the programs, node_modules linked) whose
+ * pipeline names an upstream stage that does not exist. The definition holds code (each program's access),
+ * so the copy overrides its stages in TypeScript.
+ */
+function copyWithBrokenStage(prefix: string) {
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  for (const dir of ["lib", "kargo", ...validatePipeline(definition).programs.map((x) => x.dir)])
+    fs.cpSync(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
+  fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
+  const first = definition.stages.find((s) => s.from !== "warehouse")!;
+  const file = path.join(copy, "kargo", "pipeline.ts");
+  const declaration = "export const pipeline: PipelineInput = {";
+  const ours = fs.readFileSync(file, "utf8");
+  expect(ours).toContain(declaration);
+  fs.writeFileSync(
+    file,
+    `${ours.replace(declaration, "const ours: PipelineInput = {")}\n` +
+      `export const pipeline: PipelineInput = { ...ours, stages: ours.stages.map((s) => s.name === ${JSON.stringify(first.name)} ? { ...s, from: ["nowhere"] } : s) };\n`,
+  );
+  return { copy, first };
+}
+
 describe("README", () => {
   it("draws the pipeline diagram from kargo/pipeline.ts (run `npm run docs` after editing it)", () => {
     const readme = fs.readFileSync(README, "utf8");
@@ -25,23 +48,8 @@ describe("README", () => {
 
   it("npm run docs reports a pipeline mistake as npm run plan does, without a stack trace, leaving the README", async () => {
     // A copy of what the docs command reads, with a stage that names an upstream that does not exist.
-    const copy = fs.mkdtempSync(path.join(os.tmpdir(), "docs-"));
-    fs.cpSync(path.join(repoRoot, "lib"), path.join(copy, "lib"), { recursive: true });
-    for (const dir of ["kargo", ...validatePipeline(definition).programs.map((x) => x.dir)])
-      fs.cpSync(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
-    const first = definition.stages.find((s) => s.from !== "warehouse")!;
-    // The definition holds code (each program's access), so the copy overrides its stages in TypeScript.
-    const file = path.join(copy, "kargo", "pipeline.ts");
-    const declaration = "export const pipeline: PipelineInput = {";
-    const ours = fs.readFileSync(file, "utf8");
-    expect(ours).toContain(declaration);
-    fs.writeFileSync(
-      file,
-      `${ours.replace(declaration, "const ours: PipelineInput = {")}\n` +
-        `export const pipeline: PipelineInput = { ...ours, stages: ours.stages.map((s) => s.name === ${JSON.stringify(first.name)} ? { ...s, from: ["nowhere"] } : s) };\n`,
-    );
+    const { copy, first } = copyWithBrokenStage("docs-");
     fs.copyFileSync(README, path.join(copy, "README.md"));
-    fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
     const failed = await run(process.execPath, ["--import", "tsx", "lib/cli/docs.ts"], { cwd: copy }).then(
       () => undefined,
       (err: { code: number; stderr: string }) => err,
@@ -230,20 +238,7 @@ describe("GitHub workflows", () => {
 
   it("npm run programs reports a pipeline mistake without a stack trace, with exit status 1", async () => {
     // A copy of what the command reads, with a stage that names an upstream that does not exist.
-    const copy = fs.mkdtempSync(path.join(os.tmpdir(), "programs-"));
-    for (const dir of ["lib", "kargo", ...validatePipeline(definition).programs.map((x) => x.dir)])
-      fs.cpSync(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
-    fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
-    const first = definition.stages.find((s) => s.from !== "warehouse")!;
-    const file = path.join(copy, "kargo", "pipeline.ts");
-    const declaration = "export const pipeline: PipelineInput = {";
-    const ours = fs.readFileSync(file, "utf8");
-    expect(ours).toContain(declaration);
-    fs.writeFileSync(
-      file,
-      `${ours.replace(declaration, "const ours: PipelineInput = {")}\n` +
-        `export const pipeline: PipelineInput = { ...ours, stages: ours.stages.map((s) => s.name === ${JSON.stringify(first.name)} ? { ...s, from: ["nowhere"] } : s) };\n`,
-    );
+    const { copy, first } = copyWithBrokenStage("programs-");
     const failed = await run(process.execPath, ["--import", "tsx", "lib/cli/programs.ts"], {
       cwd: copy,
     }).then(

@@ -111,6 +111,17 @@ func twoPrograms(t *testing.T, kargo *plan.Project, c *cloud) []*programStage {
 	return out
 }
 
+// seed gives program i's stack `mine` and every other program's stack `others`.
+func seed(c *cloud, ps []*programStage, i int, mine, others []updateInfo) {
+	for j, p := range ps {
+		if j == i {
+			p.stackOf(c).setUpdates(mine...)
+		} else {
+			p.stackOf(c).setUpdates(others...)
+		}
+	}
+}
+
 func (p *programStage) stackOf(c *cloud) *stack {
 	for key, s := range c.stacks {
 		if strings.HasSuffix(key, "/"+p.project+"/"+p.stack) {
@@ -219,13 +230,7 @@ func TestTwoProgramStage(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
 			ps := twoPrograms(t, kargo, c)
-			for j, p := range ps {
-				if j == i {
-					p.stackOf(c).setUpdates(op(commit, "in-progress", t0, nil), op(other, "succeeded", t0-3600, nil))
-				} else {
-					p.stackOf(c).setUpdates(op(commit, "succeeded", t0, nil))
-				}
-			}
+			seed(c, ps, i, []updateInfo{op(commit, "in-progress", t0, nil), op(other, "succeeded", t0-3600, nil)}, []updateInfo{op(commit, "succeeded", t0, nil)})
 			got, seen := drive(t, c, ps, false, &step{
 				when: and(phaseIs(i, ""), allBut(i, successful)),
 				then: func(runs []*v1alpha1.AnalysisRun) {
@@ -248,13 +253,7 @@ func TestTwoProgramStage(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
 			ps := twoPrograms(t, kargo, c)
-			for j, p := range ps {
-				if j == i {
-					p.stackOf(c).setUpdates(op(commit, "failed", t0, nil))
-				} else {
-					p.stackOf(c).setUpdates(op(commit, "in-progress", t0, nil))
-				}
-			}
+			seed(c, ps, i, []updateInfo{op(commit, "failed", t0, nil)}, []updateInfo{op(commit, "in-progress", t0, nil)})
 			var at []*v1alpha1.AnalysisRun
 			got, seen := drive(t, c, ps, true, &step{when: func(runs []*v1alpha1.AnalysisRun) bool {
 				at = runs
@@ -273,13 +272,7 @@ func TestTwoProgramStage(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
 			ps := twoPrograms(t, kargo, c)
-			for j, p := range ps {
-				if j == i {
-					p.stackOf(c).setUpdates(op(other, "succeeded", t0+100, nil))
-				} else {
-					p.stackOf(c).setUpdates(op(commit, "succeeded", t0, nil))
-				}
-			}
+			seed(c, ps, i, []updateInfo{op(other, "succeeded", t0+100, nil)}, []updateInfo{op(commit, "succeeded", t0, nil)})
 			got, seen := drive(t, c, ps, false, &step{
 				when: and(phaseIs(i, ""), allBut(i, successful)),
 				then: func(runs []*v1alpha1.AnalysisRun) {
@@ -303,13 +296,7 @@ func TestTwoProgramStage(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
 			ps := twoPrograms(t, kargo, c)
-			for j, p := range ps {
-				if j == i {
-					p.stackOf(c).setUpdates(op(other, "succeeded", t0+100, nil), op(other, "failed", t0, nil))
-				} else {
-					p.stackOf(c).setUpdates(op(commit, "succeeded", t0, nil))
-				}
-			}
+			seed(c, ps, i, []updateInfo{op(other, "succeeded", t0+100, nil), op(other, "failed", t0, nil)}, []updateInfo{op(commit, "succeeded", t0, nil)})
 			running := false
 			got, _ := drive(t, c, ps, false, &step{when: func(runs []*v1alpha1.AnalysisRun) bool {
 				if allBut(i, successful)(runs) && phaseIs(i, "")(runs) {
