@@ -72,7 +72,7 @@ func TestDualApprovalKeepsEveryApproval(t *testing.T) {
 		}
 	}
 	// Freight approved at the first gate before approvals were lists holds a single string there.
-	if err := store.Upsert(f.Name, approvalKey(t, gates[0]), "email:dave@example.com"); err != nil {
+	if err := store.Upsert(f.Name, approvalKey(t, gates[0]), "dave@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	approve(gates[0], "email:alice@example.com")
@@ -84,11 +84,27 @@ func TestDualApprovalKeepsEveryApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		approvalKey(t, gates[0]): []any{"email:dave@example.com", "email:alice@example.com", "email:carol@example.com"},
-		approvalKey(t, gates[1]): []any{"email:bob@example.com"},
+		// Each approver by email address alone, as Kargo hands the step its actor.
+		approvalKey(t, gates[0]): []any{"dave@example.com", "alice@example.com", "carol@example.com"},
+		approvalKey(t, gates[1]): []any{"bob@example.com"},
 	}
 	if !reflect.DeepEqual(metadata, want) {
 		got, _ := json.MarshalIndent(metadata, "", "  ")
 		t.Errorf("after approvals at both gates %s waits for, the Freight's metadata is\n%s\nwant every approval of each gate, in order", stage, got)
+	}
+}
+
+// The actor a step records is Kargo's CreateActorAnnotationValue of the Promotion's create-actor annotation.
+func TestPromotionActorIsTheAnnotationWithoutItsClaim(t *testing.T) {
+	for annotation, want := range map[string]string{
+		"email:alice@example.com":    "alice@example.com",
+		"subject:0a1b2c":             "0a1b2c",
+		"admin":                      "admin",
+		"unknown actor":              "",
+		"email:odd:name@example.com": "email:odd:name@example.com", // more than one ":" is kept whole
+	} {
+		if got := promotionActor(annotation); got != want {
+			t.Errorf("actor of %q is %q, want %q", annotation, got, want)
+		}
 	}
 }

@@ -43,7 +43,8 @@ type Promotion struct {
 	Name    string
 	Stage   string
 	Freight *Freight
-	// Actor is the Promotion's create-actor, e.g. "email:alice@example.com" (pkg/api/event.go).
+	// Actor is the Promotion's create-actor annotation, e.g. "email:alice@example.com" (pkg/api/event.go
+	// FormatEventUserActor); steps see it as ctx.meta.promotion.actor without its claim prefix (promotionActor).
 	Actor string
 	// WorkDir is where the steps work (Kargo makes one per Promotion and removes it afterwards).
 	WorkDir string
@@ -257,7 +258,7 @@ func env(p Promotion, project, alias string, vars map[string]any, state map[stri
 				"origin": map[string]any{"name": origin},
 			},
 			"meta": map[string]any{
-				"promotion": map[string]any{"actor": p.Actor, "rollback": false},
+				"promotion": map[string]any{"actor": promotionActor(p.Actor), "rollback": false},
 				"step":      map[string]any{"alias": alias},
 			},
 		},
@@ -364,4 +365,17 @@ func (e *Engine) evaluate(p Promotion, project string, s step, promoVars []varia
 		return nil, fmt.Errorf("failed to get step config: %w", err)
 	}
 	return config, nil
+}
+
+// promotionActor is what Kargo hands steps as ctx.meta.promotion.actor: the create-actor annotation with its
+// "<claim>:" prefix cut when it has exactly one, and nothing for an unknown actor (akuity/kargo v1.11.2
+// pkg/api/annotations.go CreateActorAnnotationValue). A signed-in user is recorded by email address alone.
+func promotionActor(annotation string) string {
+	if annotation == "unknown actor" {
+		return ""
+	}
+	if parts := strings.Split(annotation, ":"); len(parts) == 2 {
+		return parts[1]
+	}
+	return annotation
 }
