@@ -4,15 +4,13 @@
 // agreement with cluster-setup. The Stages, Warehouse and promotion policies are kargo.test.ts's.
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { bucketAccess, bucketReadActions, bucketWriteActions } from "../programs/bucket/access";
-import { bucketLifecycleAccess } from "../programs/bucket-lifecycle/access";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline/access";
 import { programStages } from "../lib/pipeline/graph";
 import { names, stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
 import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import { approverGroups } from "../lib/pipeline/rbac";
-import { type Pipeline, type Program } from "../lib/pipeline/schema";
+import { type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { ofType, one } from "./helpers";
@@ -174,29 +172,12 @@ describe("kargo project", () => {
   });
 
   describe("each program's AWS permissions", () => {
-    type Statement = { Sid?: string; Action: string[]; Resource: string | string[]; Condition?: unknown };
     const policies = () => ofType(plan, "aws:iam/rolePolicy:RolePolicy");
     const policy = (name: string) => {
       const found = policies().filter((p) => p.name === name);
       expect(found, name).toHaveLength(1);
       return { role: found[0]!.inputs.role, document: JSON.parse(String(found[0]!.inputs.policy)) };
     };
-    const resources = (s: Statement) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
-    const bucketsOf = (project: string, stack: string) => `arn:aws:s3:::${project}-${stack}-*`;
-    const projectOf = (name: string) => pipeline.programs.find((x) => x.name === name)!.project;
-    /** Whether a program's access computes what `access` does, for every environment and for previews. */
-    const computesAs = (x: Program, access: Program["aws"]) =>
-      Object.keys(pipeline.environments).every(
-        (env) =>
-          JSON.stringify(updatePolicy(pipeline, x, env)) ===
-          JSON.stringify(updatePolicy(pipeline, { ...x, aws: access }, env)),
-      ) &&
-      JSON.stringify(previewPolicy(pipeline, x)) ===
-        JSON.stringify(previewPolicy(pipeline, { ...x, aws: access }));
-    /** The example's programs' access (programs/*\/access.ts), whose buckets the tests below know; a fork's own is its own. */
-    const exampleAccess = (x: Program) =>
-      x.aws === bucketAccess || x.dependsOn.some((d) => computesAs(x, bucketLifecycleAccess(d)));
-
     it("attaches one policy per program to each environment's role and one per program to the preview role, exactly what access.ts computes", () => {
       const identities = setup.outputs.stackIdentities as Record<string, { roleName: string }>;
       const withAccess = pipeline.programs.filter((x) => x.aws);
@@ -222,71 +203,6 @@ describe("kargo project", () => {
         const { role, document } = policy(policyResourceName(x.name));
         expect(role, x.name).toBe(setup.outputs.previewRoleName);
         expect(document, x.name).toEqual(previewPolicy(pipeline, x));
-      }
-    });
-
-    it("lets an environment's role reach only that environment's buckets of the program and of the programs it depends on, creating only its own", () => {
-      for (const x of pipeline.programs.filter(exampleAccess)) {
-        const reachable = [x.project, ...x.dependsOn.map(projectOf)];
-        for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
-          const statements = policy(policyResourceName(x.name, env)).document.Statement as Statement[];
-          expect(statements.length, `${x.name} in ${env}`).toBeGreaterThan(0);
-          for (const statement of statements) {
-            for (const action of statement.Action) expect(action).toMatch(/^s3:[A-Z][A-Za-z]+$/);
-            for (const arn of resources(statement))
-              expect(
-                reachable.map((p) => bucketsOf(p, pulumiStack)),
-                `${x.name} in ${env}`,
-              ).toContain(arn);
-            if (statement.Action.includes("s3:CreateBucket"))
-              expect(resources(statement)).toEqual([bucketsOf(x.project, pulumiStack)]);
-          }
-        }
-      }
-    });
-
-    it("gives a bucket program its buckets in the environment, and a lifecycle program only their lifecycle configuration", () => {
-      for (const x of pipeline.programs.filter((x) => x.aws === bucketAccess)) {
-        for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
-          const statements = policy(policyResourceName(x.name, env)).document.Statement as Statement[];
-          expect(new Set(statements.flatMap((s) => s.Action))).toEqual(
-            new Set([...bucketReadActions, ...bucketWriteActions]),
-          );
-          for (const statement of statements)
-            expect(resources(statement)).toEqual([bucketsOf(x.project, pulumiStack)]);
-        }
-      }
-      for (const x of pipeline.programs) {
-        const bucketProgram = x.dependsOn.find((d) => computesAs(x, bucketLifecycleAccess(d)));
-        if (bucketProgram === undefined) continue;
-        for (const [env, { pulumiStack }] of Object.entries(pipeline.environments)) {
-          const statements = policy(policyResourceName(x.name, env)).document.Statement as Statement[];
-          expect(statements.flatMap((s) => s.Action).sort()).toEqual([
-            "s3:GetLifecycleConfiguration",
-            "s3:PutLifecycleConfiguration",
-          ]);
-          for (const statement of statements)
-            expect(resources(statement)).toEqual([bucketsOf(projectOf(bucketProgram), pulumiStack)]);
-        }
-      }
-    });
-
-    it("lets previews only read, in every environment", () => {
-      const stacks = Object.values(pipeline.environments).map((e) => e.pulumiStack);
-      for (const x of pipeline.programs.filter(exampleAccess)) {
-        const reachable = [x.project, ...x.dependsOn.map(projectOf)];
-        const statements = policy(policyResourceName(x.name)).document.Statement as Statement[];
-        expect(statements.length, x.name).toBeGreaterThan(0);
-        for (const statement of statements) {
-          for (const action of statement.Action) expect(action, x.name).toMatch(/^s3:(Get|List)[A-Za-z]+$/);
-          const arns = resources(statement);
-          expect(arns.length, x.name).toBe(stacks.length);
-          for (const arn of arns)
-            expect(
-              reachable.flatMap((p) => stacks.map((stack) => bucketsOf(p, stack))),
-              x.name,
-            ).toContain(arn);
-        }
       }
     });
   });
