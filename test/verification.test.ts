@@ -7,10 +7,16 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { programStages } from "../lib/pipeline/graph";
 import { names } from "../lib/pipeline/names";
 import { stageSpec } from "../lib/pipeline/promotion";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { repoRoot } from "../lib/cli/plan/projects";
 import {
   analysisTemplateSpec,
   pulumiApiUrl,
+  verificationBackoffLimit,
+  verificationContainerName,
   verificationScriptKey,
+  verificationVerdictExitCodes,
   type AnalysisTemplateKind,
 } from "../lib/pipeline/verification";
 import { PULUMI_CLOUD_API, VERIFICATION_IMAGE, type Pipeline } from "../lib/pipeline/schema";
@@ -159,11 +165,11 @@ it("labels every Job, and keeps it and its log a day after it ends, as the READM
   }
 });
 
-it("runs each Job once, as a non-root user without privileges, a writable root or the API's token", () => {
+it("runs each Job as a non-root user without privileges, a writable root or the API's token", () => {
   for (const m of metrics()) {
     const job = jobOf(m);
     const pod = job.template.spec!;
-    expect(job.backoffLimit).toBe(0);
+    expect(job.backoffLimit).toBe(verificationBackoffLimit);
     expect(job.ttlSecondsAfterFinished).toBeGreaterThan(0);
     expect(pod.restartPolicy).toBe("Never");
     expect(pod.automountServiceAccountToken).toBe(false);
@@ -208,4 +214,47 @@ it("sends the token to Pulumi Cloud's API, or to the self-hosted one pulumi.self
   });
   expect(apiUrl(selfHosted)).toBe("https://pulumi-api.example.com");
   expect(pulumiApiUrl(selfHosted)).toBe("https://pulumi-api.example.com");
+});
+
+it("exits with the verdict codes the Jobs' pod failure policy names, and with no other non-zero code", () => {
+  const script = readFileSync(path.join(repoRoot, "kargo/verification/verify.mjs"), "utf8");
+  const codes = [...script.matchAll(/process\.exit(?:Code\s*=\s*|\()\s*(\w+)/g)].map((m) => m[1]);
+  expect(codes.length).toBeGreaterThan(0);
+  // Every exit names a literal code: a computed one would escape the policy.
+  expect(codes.every((c) => /^\d+$/.test(c!))).toBe(true);
+  expect(new Set(codes.map(Number).filter((c) => c !== 0))).toEqual(new Set(verificationVerdictExitCodes));
+  expect(verificationVerdictExitCodes).not.toContain(0);
+});
+
+it("fails a Job at once on a verdict, retries a disrupted pod without counting it, and anything else backoffLimit times", () => {
+  expect(verificationBackoffLimit).toBe(2);
+  for (const m of metrics()) {
+    const job = jobOf(m);
+    // The pod failure policy requires restartPolicy Never (batch/v1 validation).
+    expect(job.template.spec!.restartPolicy).toBe("Never");
+    expect(containerOf(m).name).toBe(verificationContainerName);
+    expect(job.activeDeadlineSeconds).toBeGreaterThan(0);
+    const rules = job.podFailurePolicy!.rules;
+    // The kube Job controller takes the first matching rule: a disruption is ignored whatever the pod exited with.
+    const disruption = rules.findIndex((r) =>
+      r.onPodConditions?.some((c) => c.type === "DisruptionTarget" && c.status === "True"),
+    );
+    expect(disruption).toBeGreaterThanOrEqual(0);
+    expect(rules[disruption]!.action).toBe("Ignore");
+    const verdicts = rules.filter((r) => r.onExitCodes);
+    expect(verdicts).toEqual([
+      {
+        action: "FailJob",
+        onExitCodes: {
+          containerName: verificationContainerName,
+          operator: "In",
+          values: verificationVerdictExitCodes,
+        },
+      },
+    ]);
+    expect(rules.indexOf(verdicts[0]!)).toBeGreaterThan(disruption);
+    // Nothing else is named: an OOM kill (137) or a crash matches no rule and counts toward backoffLimit.
+    expect(rules.every((r) => r.action === "Ignore" || r.action === "FailJob")).toBe(true);
+    expect(rules.flatMap((r) => r.onExitCodes?.values ?? [])).not.toContain(137);
+  }
 });

@@ -48,6 +48,50 @@ const startSlack = 300;
  */
 const errorLimit = 6;
 
+/** The verification Job's one container, which the pod failure policy's exit-code rule names. */
+export const verificationContainerName = "verify";
+
+/**
+ * The exit codes with which kargo/verification/verify.mjs gives a verdict that is not a pass (`fail`: the
+ * operation failed, a protected preview would delete or replace, Pulumi Cloud gave no usable answer too many
+ * times, the timeout, or its env is wrong); 0 is a pass. Node also exits 1 on an uncaught exception or a
+ * missing script file, which a retry would not mend either.
+ */
+export const verificationVerdictExitCodes = [1];
+
+/**
+ * How many failed pods of a verification Job are retried when their failure is neither a verdict nor a
+ * disruption (the OOM killer's 137, a crash): a pod that exits with a verdict fails the Job at once, and a
+ * disrupted one is retried without counting.
+ */
+export const verificationBackoffLimit = 2;
+
+/**
+ * The Job's pod failure policy (batch/v1, GA in Kubernetes 1.31; it requires restartPolicy Never). Argo
+ * Rollouts v1.9.0 reads only the Job's Complete and Failed conditions (metricproviders/job/job.go), so with
+ * backoffLimit 0 an evicted, drained, preempted or OOM-killed pod failed the Job and, with count 1 and
+ * failureLimit 0, the stage. The kube Job controller (kubernetes pkg/controller/job, pod_failure_policy.go
+ * matchPodFailurePolicy) takes the first matching rule in order: a pod with the DisruptionTarget condition
+ * (eviction, drain, preemption, node-pressure eviction) is Ignored, replaced without counting toward
+ * backoffLimit, so a rerun reaches the verdict again whatever a disrupted pod exited with; a pod whose
+ * `verify` container exits with a verdict code fails the Job at once (FailJob, reason PodFailurePolicy), not
+ * re-asked; anything else (no rule matches) counts toward backoffLimit. activeDeadlineSeconds still bounds
+ * the whole Job, retries included.
+ */
+const podFailurePolicy = {
+  rules: [
+    { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
+    {
+      action: "FailJob",
+      onExitCodes: {
+        containerName: verificationContainerName,
+        operator: "In",
+        values: verificationVerdictExitCodes,
+      },
+    },
+  ],
+};
+
 /**
  * Verification of a preview or an update: one Job per metric runs kargo/verification/verify.mjs, which
  * polls Pulumi Cloud for the operation on the stage's stack whose `git.head` is the promoted commit and ends
@@ -75,7 +119,9 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
       job: {
         metadata: { labels: { "app.kubernetes.io/name": "pulumi-verification" } },
         spec: {
-          backoffLimit: 0,
+          backoffLimit: verificationBackoffLimit,
+          podFailurePolicy,
+          // The bound on the whole Job, its retries included: the kube Job controller fails it past the deadline.
           activeDeadlineSeconds: seconds(timeout) + startSlack,
           ttlSecondsAfterFinished: 24 * 3600,
           template: {
@@ -92,7 +138,7 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
               },
               containers: [
                 {
-                  name: "verify",
+                  name: verificationContainerName,
                   image: v.image,
                   command: ["node", `${scriptDir}/${verificationScriptKey}`],
                   env: [

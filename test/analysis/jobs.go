@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,8 +34,9 @@ type jobRun struct {
 // jobController stands in for the kube Job controller, and only for it: a Job Argo Rollouts creates runs its
 // one container's command with `node`, with the container's env (secretKeyRef read from the cluster) and its
 // ConfigMap volumes as files, against whatever the env points at; its exit code sets the Job's Complete or
-// Failed condition, and activeDeadlineSeconds (on the test's clock) Failed/DeadlineExceeded, as the kube Job
-// controller does with backoffLimit 0. Node's timers and the Job's deadline run `jobSpeed` times faster.
+// Failed condition (through the Job's podFailurePolicy exit-code rules and backoffLimit, a failed run rerun
+// as a new pod), and activeDeadlineSeconds (on the test's clock) Failed/DeadlineExceeded, as the kube Job
+// controller does. Node's timers and the Job's deadline run `jobSpeed` times faster.
 type jobController struct {
 	t    *testing.T
 	kube kubernetes.Interface
@@ -118,8 +121,9 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 		c.t.Errorf("Job %s: %d containers; the stand-in runs exactly one", job.Name, len(pod.Containers))
 		return
 	}
-	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
-		c.t.Errorf("Job %s: backoffLimit %v; the stand-in runs a pod once, as backoffLimit 0 does", job.Name, job.Spec.BackoffLimit)
+	if job.Spec.BackoffLimit == nil {
+		c.t.Errorf("Job %s: no backoffLimit; the stand-in runs a pod up to backoffLimit+1 times", job.Name)
+		return
 	}
 	deadline := time.Duration(1<<62 - 1)
 	if s := job.Spec.ActiveDeadlineSeconds; s != nil {
@@ -137,19 +141,74 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 		}
 		return
 	}
-	exit, stderr, ran := c.exec(ctx, command, env, deadline)
-	record.Stderr = stderr
-	switch {
-	case !ran:
-		return // deleted, or the test is over
-	case exit == nil:
-		record.Condition = batchv1.JobComplete
-	case errors.Is(exit, context.DeadlineExceeded):
-		record.Condition, record.Reason = batchv1.JobFailed, "DeadlineExceeded"
-	default:
-		record.Condition, record.Reason = batchv1.JobFailed, "BackoffLimitExceeded"
+	// One pod after another, as the kube Job controller runs them with restartPolicy Never: the deadline
+	// bounds them all, a failed pod the policy does not ignore counts, and more than backoffLimit fail the Job.
+	failed := int32(0)
+	for {
+		began := time.Now()
+		exit, stderr, ran := c.exec(ctx, command, env, deadline)
+		deadline -= time.Since(began)
+		record.Stderr += stderr
+		switch {
+		case !ran:
+			return // deleted, or the test is over
+		case exit == nil:
+			record.Condition = batchv1.JobComplete
+		case errors.Is(exit, context.DeadlineExceeded) || deadline <= 0:
+			record.Condition, record.Reason = batchv1.JobFailed, "DeadlineExceeded"
+		default:
+			action, counts := matchExitCode(job.Spec.PodFailurePolicy, pod.Containers[0].Name, exitCode(exit))
+			if action == batchv1.PodFailurePolicyActionFailJob {
+				record.Condition, record.Reason = batchv1.JobFailed, batchv1.JobReasonPodFailurePolicy
+				break
+			}
+			if counts {
+				failed++
+			}
+			if failed > *job.Spec.BackoffLimit {
+				record.Condition, record.Reason = batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded
+				break
+			}
+			continue // the controller's backoff between pods is not modelled
+		}
+		c.finish(job, record)
+		return
 	}
-	c.finish(job, record)
+}
+
+// exitCode is the container's exit code as the kubelet reports it: 128 plus the signal that killed it.
+func exitCode(err error) int32 {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return 128 // node did not start
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int32(ws.Signal())
+	}
+	return int32(exit.ExitCode())
+}
+
+// matchExitCode is the exit-code half of the kube Job controller's pod failure policy (kubernetes v1.34.3
+// pkg/controller/job/pod_failure_policy.go, matchPodFailurePolicy, which is unexported and so not callable
+// from here): the first rule whose onExitCodes matches the failed container decides; Ignore does not count
+// the pod, FailJob fails the Job, Count or no matching rule counts it. onPodConditions rules never match here:
+// the stand-in's pods are never disrupted (no DisruptionTarget condition).
+func matchExitCode(policy *batchv1.PodFailurePolicy, container string, code int32) (batchv1.PodFailurePolicyAction, bool) {
+	if policy == nil || code == 0 {
+		return "", true
+	}
+	for _, rule := range policy.Rules {
+		r := rule.OnExitCodes
+		if r == nil || (r.ContainerName != nil && *r.ContainerName != container) {
+			continue
+		}
+		in := slices.Contains(r.Values, code)
+		if (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) != in {
+			continue
+		}
+		return rule.Action, rule.Action != batchv1.PodFailurePolicyActionIgnore
+	}
+	return "", true
 }
 
 // starting bounds how many node processes start at once, so that the test machine's load does not eat

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,11 +59,40 @@ func TestVerificationPodsAreRestricted(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s/%s: %v", tpl.Name, m.Name, err)
 			}
+			// The Job Rollouts creates from it is admitted too, its pod failure policy with it (batch/v1
+			// validation: the policy's rules, and restartPolicy Never, which it requires).
+			if m.Provider.Job.Spec.PodFailurePolicy == nil {
+				t.Errorf("%s/%s: the Job has no podFailurePolicy after the API server applied the template", tpl.Name, m.Name)
+			}
+			job := &batchv1.Job{ObjectMeta: pod.ObjectMeta, Spec: m.Provider.Job.Spec}
+			created, err := in.server.Clientset.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				t.Errorf("%s/%s: the Job: %v", tpl.Name, m.Name, err)
+			} else if created.Spec.PodFailurePolicy == nil || len(created.Spec.PodFailurePolicy.Rules) != len(m.Provider.Job.Spec.PodFailurePolicy.Rules) {
+				t.Errorf("%s/%s: the admitted Job's podFailurePolicy is %v", tpl.Name, m.Name, created.Spec.PodFailurePolicy)
+			}
 			checked++
 		}
 	}
 	if checked == 0 {
 		t.Fatal("no AnalysisTemplate metric was checked")
+	}
+	// The server does check the policy: the same Job restarting its pod on failure is refused.
+	for _, o := range in.objects {
+		if o.object.GetKind() != "AnalysisTemplate" {
+			continue
+		}
+		var tpl v1alpha1.AnalysisTemplate
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.object.Object, &tpl); err != nil {
+			t.Fatal(err)
+		}
+		spec := *tpl.Spec.Metrics[0].Provider.Job.Spec.DeepCopy()
+		spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "on-failure", Namespace: ns}, Spec: spec}
+		if _, err := in.server.Clientset.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "podFailurePolicy") {
+			t.Errorf("a Job with a pod failure policy restarting its pod on failure: %v", err)
+		}
+		break
 	}
 	// The namespace does refuse what `restricted` forbids: the same pod running as root is refused.
 	for _, o := range in.objects {
