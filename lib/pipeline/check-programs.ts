@@ -44,10 +44,11 @@ const sameSpecs = (a: Record<string, string>, b: Record<string, string>) =>
   Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, v]) => b[k] === v);
 
 /**
- * What `pulumi install` runs for the program's runtime, and why it would fetch something unpinned.
- * pulumi/pulumi v3.270.0: sdk/nodejs/npm (`npm install`, which installs exactly package-lock.json's versions
- * when it matches package.json), sdk/python/toolchain (uv: `uv sync`; poetry: `poetry install`; pip: first
- * `pip install --upgrade pip setuptools wheel`), sdk/go/pulumi-language-go (`go mod tidy`, checked against go.sum).
+ * What `pulumi install` runs for the program's runtime, and why it would fetch something unpinned, as read
+ * at pulumi/pulumi v3.259.0 (the newest tag the snapshot held; the platform pins 3.270.0): sdk/nodejs/npm
+ * (`npm install`, which installs exactly package-lock.json's versions when it matches package.json),
+ * sdk/python/toolchain (uv: `uv sync`; poetry: `poetry install`; pip: first `pip install --upgrade pip
+ * setuptools wheel`), sdk/go/pulumi-language-go (`go mod tidy`, checked against go.sum).
  */
 function lockProblems(
   at: string,

@@ -18,8 +18,8 @@ export const VERIFICATION_IMAGE = "node:22.20.0-alpine3.22";
 
 /**
  * Each runtime's default workspace image: the smallest official Pulumi image that holds its toolchain
- * (pulumi/pulumi-docker-containers: docker/base, docker/nodejs, docker/python, docker/go), at the CLI
- * version the platform pins. pulumi-base bundles the CLI's language hosts, YAML's among them. Versioned
+ * (pulumi/pulumi-docker-containers docker/base, docker/nodejs, docker/python, docker/go, read at tag
+ * 3.259.0, the newest the snapshot held), at the CLI version the platform pins. pulumi-base bundles the CLI's language hosts, YAML's among them. Versioned
  * names pin the language too (Node.js 22, Python 3.13); pulumi-go has one Go. None has a uid-1000 home
  * but node's, so the workspace's HOME is a volume of the pod (stack-manifest.ts).
  */
