@@ -90,14 +90,30 @@ describe("the plan diff", () => {
   });
 
   it("removes what a commit deletes, protected resources first under loss", () => {
-    const after = structuredClone(base).map((p) => ({
+    // The programs' buckets, each protected (the policy pack's data-protected rule holds them to it), and a
+    // made-up program's, so the rule is held whatever programs a fork keeps.
+    const madeUp: ProjectPlan = {
+      project: "zz-made-up",
+      stack: "example",
+      resources: [
+        {
+          urn: "urn:pulumi:example::zz-made-up::aws:s3/bucket:Bucket::zz-made-up",
+          type: "aws:s3/bucket:Bucket",
+          name: "zz-made-up",
+          parent: null,
+          inputs: {},
+          options: { protect: true, retainOnDelete: false, deleteBeforeReplace: false },
+        },
+      ],
+    };
+    const before = [...base, madeUp];
+    const after = structuredClone(before).map((p) => ({
       ...p,
       resources: p.resources.filter((r) => !["aws:s3/bucket:Bucket", NODES].includes(r.type)),
     }));
-    const loss = report(base, after).summary.loss;
-    // The programs' buckets, each protected (the policy pack's data-protected rule holds them to it).
-    const buckets = base.flatMap((p) => p.resources).filter((r) => r.type === "aws:s3/bucket:Bucket");
-    expect(buckets.length).toBeGreaterThan(0);
+    const loss = report(before, after).summary.loss;
+    const buckets = before.flatMap((p) => p.resources).filter((r) => r.type === "aws:s3/bucket:Bucket");
+    for (const b of buckets) expect(b.options.protect, b.name).toBe(true);
     expect(loss.map((f) => [f.name, f.flags])).toEqual([
       ...buckets.map((b) => [b.name, ["protected"]]),
       ["platform-nodes", []],

@@ -54,27 +54,23 @@ const exampleCluster = YAML.parse(fs.readFileSync(path.join(repoRoot, "cluster/P
 const nodes = exampleCluster["cluster:nodeDesiredSize"] as number;
 const environments = Object.keys(pipeline.environments);
 const programs = validatePipeline(pipeline).programs;
-/** Each program's policy in each environment, as kargo/index.ts names them. */
-const programPolicies = programs
-  .filter((x) => x.aws)
-  .flatMap((x) => environments.map((env) => policyResourceName(x.name, env)));
-/** A YAML program with a protected resource, and that resource: what the second commit deletes. */
-const [yamlProgram, protectedName, protectedDecl] = programs
-  .filter((x) => x.runtime === "yaml")
-  .flatMap((x) => {
-    const declared = YAML.parse(fs.readFileSync(path.join(repoRoot, x.dir, "Pulumi.yaml"), "utf8"));
-    return Object.entries<{ type: string; options?: { protect?: boolean } }>(declared.resources ?? {})
-      .filter(([, r]) => r.options?.protect === true)
-      .map(([name, r]) => [x, name, r] as const);
-  })[0]!;
-/** The bucket the second commit adds: a name the program does not use yet. */
-const added = ["logs", "logs-2", "logs-3"].find(
-  (n) =>
-    !Object.hasOwn(
-      YAML.parse(fs.readFileSync(path.join(repoRoot, yamlProgram.dir, "Pulumi.yaml"), "utf8")).resources,
-      n,
-    ),
-)!;
+/**
+ * A made-up YAML program the copy adds before its first commit, whatever programs a fork keeps: a protected
+ * bucket (what the second commit deletes) and an AWS access that writes (what it widens).
+ */
+const madeUp = { name: "zz-diff", dir: "programs/zz-diff", project: "zz-diff-program" };
+const protectedName = "zz-data";
+const protectedDecl = { type: "aws:s3:Bucket" };
+/** The bucket the second commit adds, unprotected. */
+const added = "zz-logs";
+const madeUpDeclaration = `{ name: "${madeUp.name}", dir: "${madeUp.dir}", aws: {
+  update: (s) => [{ Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: s.pulumiStacks.map((st) => \`arn:\${s.partition}:s3:::${madeUp.project}-\${st}/*\`) }],
+  preview: (s) => [{ Effect: "Allow", Action: ["s3:GetObject"], Resource: s.pulumiStacks.map((st) => \`arn:\${s.partition}:s3:::${madeUp.project}-\${st}/*\`) }],
+} }`;
+/** Each program's policy in each environment, as kargo/index.ts names them: the fork's and the made-up one's. */
+const programPolicies = [...programs.filter((x) => x.aws).map((x) => x.name), madeUp.name].flatMap((name) =>
+  environments.map((env) => policyResourceName(name, env)),
+);
 
 describe("npm run plan -- --diff, between two commits", () => {
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), "plan-diff-repo-"));
@@ -100,6 +96,29 @@ describe("npm run plan -- --diff, between two commits", () => {
       fs.copyFileSync(from, path.join(repo, file));
     }
     fs.symlinkSync(fs.realpathSync(path.join(repoRoot, "node_modules")), path.join(repo, "node_modules"));
+    fs.mkdirSync(path.join(repo, madeUp.dir), { recursive: true });
+    fs.writeFileSync(
+      path.join(repo, madeUp.dir, "Pulumi.yaml"),
+      YAML.stringify({
+        name: madeUp.project,
+        runtime: "yaml",
+        resources: {
+          [protectedName]: {
+            ...protectedDecl,
+            properties: { bucketPrefix: "zz-data-" },
+            options: { protect: true },
+          },
+        },
+      }),
+    );
+    for (const env of Object.values(pipeline.environments))
+      fs.writeFileSync(path.join(repo, madeUp.dir, `Pulumi.${env.pulumiStack}.yaml`), "config: {}\n");
+    const declaration = "export const pipeline: PipelineInput = {";
+    edit(path.join(repo, "kargo/pipeline.ts"), (t) =>
+      t.includes(declaration)
+        ? `${t.replace(declaration, "const ours: PipelineInput = {")}\nexport const pipeline: PipelineInput = { ...ours, programs: [...ours.programs, ${madeUpDeclaration}] };\n`
+        : t,
+    );
     await git("init", "--quiet");
     fs.appendFileSync(path.join(repo, ".git", "info", "exclude"), "node_modules\n");
     await git("add", "--all");
@@ -131,7 +150,7 @@ describe("npm run plan -- --diff, between two commits", () => {
         ),
     );
     // Deletes the YAML program's protected resource and adds a bucket that is not protected.
-    edit(path.join(repo, yamlProgram.dir, "Pulumi.yaml"), (t) => {
+    edit(path.join(repo, madeUp.dir, "Pulumi.yaml"), (t) => {
       const doc = YAML.parseDocument(t);
       doc.deleteIn(["resources", protectedName]);
       doc.setIn(["resources", added], { type: "aws:s3:Bucket", properties: { bucketPrefix: "logs-" } });
@@ -185,7 +204,7 @@ describe("npm run plan -- --diff, between two commits", () => {
     const [first] = report.summary.loss;
     expect(first).toMatchObject({
       kind: "remove",
-      project: yamlProgram.project,
+      project: madeUp.project,
       name: protectedName,
       type: canonicalType(protectedDecl.type),
     });

@@ -32,6 +32,11 @@ const find = (type: string, name?: string) => {
   return structuredClone(r!);
 };
 const policy = (name: string) => policies.filter((p) => p.name === name);
+/** A resource of `type` shaped as the plan shapes a `like` resource, with its own name and inputs. */
+const resourceLike = (like: string, type: string, name: string, inputs: Record<string, unknown>) => {
+  const r = find(like);
+  return { ...r, type, name, urn: r.urn.replace(`::${like}::${r.name}`, `::${type}::${name}`), inputs };
+};
 /** What the running pack reports for `resources` under policy `name`, checked against the offline driver. */
 async function violations(name: string, ...resources: PlannedResource[]): Promise<string[]> {
   const live = [];
@@ -91,7 +96,31 @@ describe("the policy pack", () => {
       .flatMap((x) => Object.keys(validated.environments).map((env) => policyResourceName(x.name, env)))
       .map((name) => planned.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === name))
       .filter((r) => r !== undefined);
-    expect(roles.length).toBeGreaterThan(0);
+    expect(roles).toHaveLength(
+      validated.programs.filter((x) => x.aws).length * Object.keys(validated.environments).length,
+    );
+    // Beside them a made-up program's policy that writes, so the rule is held whatever programs a fork keeps.
+    roles.push(
+      resourceLike(
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "aws:iam/rolePolicy:RolePolicy",
+        "zz-made-up",
+        {
+          role: "zz-made-up-role",
+          policy: JSON.stringify({
+            Version: "2012-10-17",
+            Statement: [
+              {
+                Sid: "ZzObjects",
+                Effect: "Allow",
+                Action: ["s3:GetObject", "s3:PutObject"],
+                Resource: ["arn:aws:s3:::zz-made-up/*"],
+              },
+            ],
+          }),
+        },
+      ),
+    );
     const writesChecked: string[] = [];
     for (const found of roles) {
       const role = structuredClone(found);
@@ -122,12 +151,19 @@ describe("the policy pack", () => {
     expect(await violations("iam-no-write-on-star", attachment)).toHaveLength(1);
   });
 
-  it("data-protected: the user pool and the programs' bucket are protected; unprotected they are not allowed", async () => {
-    for (const type of ["aws:cognito/userPool:UserPool", "aws:s3/bucket:Bucket"]) {
-      const r = find(type);
-      expect(await violations("data-protected", r)).toEqual([]);
+  it("data-protected: the user pool and the programs' buckets are protected; unprotected they are not allowed", async () => {
+    // The platform's user pool as planned, and a bucket: the programs' own where the plan has one (a YAML
+    // program's resources are read as declared), or one made up the way a program would declare it.
+    const pool = find("aws:cognito/userPool:UserPool");
+    const bucket =
+      structuredClone(planned.find((r) => r.type === "aws:s3/bucket:Bucket")) ??
+      resourceLike("aws:cognito/userPool:UserPool", "aws:s3/bucket:Bucket", "zz-made-up", {});
+    if (bucket.options) bucket.options.protect = true;
+    else bucket.options = { protect: true };
+    for (const r of [pool, bucket]) {
+      expect(await violations("data-protected", r), r.type).toEqual([]);
       r.options.protect = false;
-      expect(await violations("data-protected", r), type).toHaveLength(1);
+      expect(await violations("data-protected", r), r.type).toHaveLength(1);
     }
   });
 
