@@ -181,7 +181,7 @@ function expectExpansion(
   expect(joins.map((j) => j.name).sort()).toEqual([...joined].sort());
   for (const j of joins) {
     expect(j.from, j.name).toEqual(p.programs.map((x) => programStageName(j.declared, x.name)));
-    expect(j.requireAll, j.name).toBe(p.programs.length > 1);
+    expect(j.requireAll, j.name).toBe(true);
   }
   // Only gates keep their declared names, besides the joins.
   expect(stages.filter((s) => s.kind === "gate").map((s) => s.name)).toEqual(

@@ -185,13 +185,14 @@ export function expandStages(
   }
   for (const s of p.stages.filter((s): s is EnvironmentStage => !isGate(s) && joins.has(s.name))) {
     const from = programs.map((x) => programStageName(s.name, x.name));
+    // All, even of one program's stage: the join's rule reads the same whatever programs a fork keeps.
     stages.push({
       name: s.name,
       kind: "join",
       declared: s.name,
       environment: s.environment,
       from,
-      requireAll: from.length > 1,
+      requireAll: true,
     });
   }
 
