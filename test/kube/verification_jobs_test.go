@@ -78,23 +78,26 @@ func TestVerificationPodsAreRestricted(t *testing.T) {
 		t.Fatal("no AnalysisTemplate metric was checked")
 	}
 	// The server does check the policy: the same Job restarting its pod on failure is refused.
-	for _, o := range in.objects {
-		if o.object.GetKind() != "AnalysisTemplate" {
-			continue
-		}
-		var tpl v1alpha1.AnalysisTemplate
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.object.Object, &tpl); err != nil {
-			t.Fatal(err)
-		}
-		spec := *tpl.Spec.Metrics[0].Provider.Job.Spec.DeepCopy()
-		spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "on-failure", Namespace: ns}, Spec: spec}
-		if _, err := in.server.Clientset.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "podFailurePolicy") {
-			t.Errorf("a Job with a pod failure policy restarting its pod on failure: %v", err)
-		}
-		break
+	tpl := firstTemplate(t, in)
+	spec := *tpl.Spec.Metrics[0].Provider.Job.Spec.DeepCopy()
+	spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "on-failure", Namespace: ns}, Spec: spec}
+	if _, err := in.server.Clientset.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "podFailurePolicy") {
+		t.Errorf("a Job with a pod failure policy restarting its pod on failure: %v", err)
 	}
 	// The namespace does refuse what `restricted` forbids: the same pod running as root is refused.
+	podSpec := tpl.Spec.Metrics[0].Provider.Job.Spec.Template.Spec
+	root := int64(0)
+	podSpec.SecurityContext.RunAsUser = &root
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "as-root", Namespace: ns}, Spec: podSpec}
+	if _, err := in.server.Clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "restricted") {
+		t.Errorf("a root pod in the restricted namespace: %v", err)
+	}
+}
+
+// firstTemplate is the plan's first AnalysisTemplate, as the typed object Rollouts reads.
+func firstTemplate(t *testing.T, in *installation) v1alpha1.AnalysisTemplate {
+	t.Helper()
 	for _, o := range in.objects {
 		if o.object.GetKind() != "AnalysisTemplate" {
 			continue
@@ -103,13 +106,8 @@ func TestVerificationPodsAreRestricted(t *testing.T) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.object.Object, &tpl); err != nil {
 			t.Fatal(err)
 		}
-		spec := tpl.Spec.Metrics[0].Provider.Job.Spec.Template.Spec
-		root := int64(0)
-		spec.SecurityContext.RunAsUser = &root
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "as-root", Namespace: ns}, Spec: spec}
-		if _, err := in.server.Clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "restricted") {
-			t.Errorf("a root pod in the restricted namespace: %v", err)
-		}
-		break
+		return tpl
 	}
+	t.Fatal("the plan has no AnalysisTemplate")
+	return v1alpha1.AnalysisTemplate{}
 }
