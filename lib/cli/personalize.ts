@@ -11,6 +11,7 @@ import YAML from "yaml";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { fork } from "../fork";
 import { identityFields, identityProblems, renderFork, type ForkIdentity } from "../forkIdentity";
+import { normalDir } from "../pipeline/names";
 
 export const repoRoot = path.resolve(__dirname, "..", "..");
 const forkFile = "lib/fork.ts";
@@ -149,7 +150,7 @@ export async function personalize(io: PersonalizeIO): Promise<number> {
     return 2;
   }
 
-  const stacksDir = path.posix.normalize(definition.stacks.dir ?? "stacks").replace(/\/$/, "");
+  const stacksDir = normalDir(definition.stacks.dir ?? "stacks");
   const before = snapshot(root, stacksDir);
   applyIdentity(root, wanted);
   const regenerated = spawnSync(process.execPath, ["--import", "tsx", "lib/cli/regenerate.ts"], {

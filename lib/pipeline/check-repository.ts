@@ -221,7 +221,7 @@ export function stacksDirProblems(dir: string, programDirs: string[], repoRoot =
   const at = "stacks.dir";
   const relative = relativeDirProblem(dir);
   if (relative) return [`${at}: ${relative}`];
-  const normal = path.posix.normalize(dir).replace(/\/$/, "");
+  const normal = normalDir(dir);
   if (normal === ".")
     return [`${at}: must be a folder of its own, not the repository root; allowed: e.g. "stacks"`];
   const root = fs.realpathSync(repoRoot);

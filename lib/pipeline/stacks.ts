@@ -8,7 +8,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { defaultRepoRoot, stacksDirProblems } from "./check-repository";
 import { programStages } from "./graph";
-import { stackManifestFile, stageBranch } from "./names";
+import { normalDir, stackManifestFile, stageBranch } from "./names";
 import { stackManifest } from "./stack-manifest";
 import { PipelineError, type Pipeline } from "./schema";
 
@@ -63,7 +63,7 @@ export function writeStacks(pipeline: Pipeline, root: string = repoRoot): Stacks
     root,
   );
   if (problems.length > 0) throw new PipelineError(problems);
-  const relative = path.posix.normalize(pipeline.stacks.dir).replace(/\/$/, "");
+  const relative = normalDir(pipeline.stacks.dir);
   const dir = path.join(root, relative);
   const files = renderStacks(pipeline);
   const inTheWay = [...files.keys()].filter((f) => {
