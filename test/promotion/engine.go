@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/akuity/kargo/pkg/controller/git"
 	"github.com/akuity/kargo/pkg/expressions"
@@ -27,6 +28,12 @@ type Engine struct {
 	// GitUser is the controller's git identity: the chart's controller.gitClient defaults (Kargo,
 	// no-reply@kargo.io, /work/shared/crds/kargo/chart-values.yaml).
 	GitUser git.User
+	// ArgoCD acts on Applications between reconciles of a Running step; nil is SyncSucceeds.
+	ArgoCD ArgoCD
+
+	apps     *Applications
+	appsOnce sync.Once
+	appsErr  error
 }
 
 func NewEngine(kargo *plan.Project, remotes map[string]string, freight *FreightStore) *Engine {
@@ -57,6 +64,8 @@ type StepRecord struct {
 	Config map[string]any
 	Result StepResult
 	Err    error
+	// Statuses is the status of each run of the step: a Running step runs again at the next reconcile.
+	Statuses []string
 }
 
 // Result is a finished promotion: every step that ran, and the shared state (outputs by alias).
@@ -307,12 +316,13 @@ func (e *Engine) Promote(ctx context.Context, p Promotion) (*Result, error) {
 		config, err := e.evaluate(p, project, s, promoVars, result.State, fns)
 		rec.Config = config
 		if err == nil {
-			rec.Result, err = run(ctx, s.Uses, &StepContext{
+			rec.Result, rec.Statuses, err = e.runUntilDone(ctx, s.Uses, &StepContext{
 				WorkDir:   p.WorkDir,
 				Project:   project,
 				Stage:     p.Stage,
 				Promotion: p.Name,
 				Alias:     s.As,
+				Actor:     promotionActor(p.Actor),
 				Engine:    e,
 			}, config)
 		}

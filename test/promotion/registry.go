@@ -16,6 +16,7 @@ import (
 // Step statuses, as kargoapi.PromotionStepStatus spells them.
 const (
 	StatusSucceeded = "Succeeded"
+	StatusRunning   = "Running"
 	StatusSkipped   = "Skipped"
 	StatusErrored   = "Errored"
 	StatusFailed    = "Failed"
@@ -28,7 +29,9 @@ type StepContext struct {
 	Stage     string
 	Promotion string
 	Alias     string
-	Engine    *Engine
+	// Actor is the Promotion's actor as steps see it (PromotionActor: the create-actor without its claim).
+	Actor  string
+	Engine *Engine
 }
 
 // StepResult is pkg/promotion StepResult: a status, the output later steps read, and what the step asks
