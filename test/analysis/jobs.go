@@ -36,7 +36,9 @@ type jobRun struct {
 // ConfigMap volumes as files, against whatever the env points at; its exit code sets the Job's Complete or
 // Failed condition (through the Job's podFailurePolicy exit-code rules and backoffLimit, a failed run rerun
 // as a new pod), and activeDeadlineSeconds (on the test's clock) Failed/DeadlineExceeded, as the kube Job
-// controller does. Node's timers and the Job's deadline run `jobSpeed` times faster.
+// controller does (kubernetes v1.34.3 pkg/controller/job/job_controller.go: syncJob's backoff limit,
+// pastActiveDeadline). It is OUR model of that controller. Node's timers and the Job's deadline run
+// `jobSpeed` times faster.
 type jobController struct {
 	t    *testing.T
 	kube kubernetes.Interface

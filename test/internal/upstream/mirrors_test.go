@@ -1,0 +1,235 @@
+package upstream
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"infra-change-platform/test/internal/plan"
+)
+
+// Manifest is test/upstream-mirrors.json.
+type Manifest struct {
+	Comment string            `json:"$comment"`
+	Pins    map[string]string `json:"pins"`
+	Models  []Model           `json:"models"`
+}
+
+// Model is one part of test/ that re-implements upstream code, and the upstream files it follows.
+type Model struct {
+	Model   string   `json:"model"`
+	In      []string `json:"in"`
+	Mirrors []Mirror `json:"mirrors"`
+}
+
+// Mirror is one upstream file, by repository and path, with its sha256 at the version Pins records.
+type Mirror struct {
+	Repo   string `json:"repo"`
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// source is where a repository's files are read at our pin: its Go module (the version test/go.mod requires
+// unless pin names lib/crds/sources.ts's entry), else a fetched snapshot only.
+type source struct{ module, pin string }
+
+var sources = map[string]source{
+	"akuity/kargo":                      {module: "github.com/akuity/kargo"},
+	"argoproj/argo-rollouts":            {module: "github.com/argoproj/argo-rollouts"},
+	"kubernetes/kubernetes":             {module: "k8s.io/kubernetes"},
+	"argoproj/argo-cd":                  {module: "github.com/argoproj/argo-cd/v3", pin: "argocd"},
+	"pulumi/pulumi-kubernetes-operator": {pin: "pko"},
+}
+
+func manifestPath() string { return filepath.Join(plan.RepoRoot(), "test", "upstream-mirrors.json") }
+
+func load(t *testing.T) *Manifest {
+	t.Helper()
+	raw, err := os.ReadFile(manifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manifest{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		t.Fatalf("test/upstream-mirrors.json: %v", err)
+	}
+	return m
+}
+
+var (
+	versions   sync.Map // repo -> version
+	moduleDirs sync.Map // module@version -> dir, or error
+)
+
+// version is the version of repo we pin now: test/go.mod's requirement of its module, or lib/crds/sources.ts.
+func version(repo string) (string, error) {
+	if v, ok := versions.Load(repo); ok {
+		return v.(string), nil
+	}
+	src, ok := sources[repo]
+	if !ok {
+		return "", fmt.Errorf("no source for %s: add it to sources in test/internal/upstream", repo)
+	}
+	var v string
+	if src.pin != "" {
+		raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+		if err != nil {
+			return "", err
+		}
+		m := regexp.MustCompile(`\b` + src.pin + `:\s*"(v[^"]+)"`).FindSubmatch(raw)
+		if m == nil {
+			return "", fmt.Errorf("lib/crds/sources.ts pins no %s", src.pin)
+		}
+		v = string(m[1])
+	} else {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", src.module).Output()
+		if err != nil {
+			return "", fmt.Errorf("go list -m %s: %w", src.module, err)
+		}
+		v = strings.TrimSpace(string(out))
+	}
+	versions.Store(repo, v)
+	return v, nil
+}
+
+// moduleDir is the module's folder in the module cache at that version (downloaded when the proxy serves it
+// and it is not there yet); "" when the module cannot be had.
+func moduleDir(module, v string) string {
+	key := module + "@" + v
+	if d, ok := moduleDirs.Load(key); ok {
+		return d.(string)
+	}
+	var info struct{ Dir string }
+	out, err := exec.Command("go", "mod", "download", "-json", key).Output()
+	if err == nil {
+		_ = json.Unmarshal(out, &info)
+	}
+	moduleDirs.Store(key, info.Dir)
+	return info.Dir
+}
+
+// errAbsent is a file no source on this machine holds at our pin: its check is skipped, saying why.
+var errAbsent = errors.New("absent")
+
+// read is the upstream file at the version we pin: from the module cache, else from a fetched snapshot.
+func read(repo, path string) ([]byte, string, error) {
+	v, err := version(repo)
+	if err != nil {
+		return nil, "", err
+	}
+	if src := sources[repo]; src.module != "" {
+		if dir := moduleDir(src.module, v); dir != "" {
+			if raw, err := os.ReadFile(filepath.Join(dir, path)); err == nil {
+				return raw, v, nil
+			} // a nested module's file (Kargo's api/) is not in the root module: the snapshot has it
+		}
+	}
+	base := os.Getenv("UPSTREAM_MIRROR_DIR")
+	if base == "" {
+		base = "/work/.mirror"
+	}
+	snapshot := filepath.Join(base, strings.Replace(repo, "/", "+", 1), "repo")
+	if _, err := os.Stat(snapshot); err != nil {
+		return nil, v, fmt.Errorf("%w: no module serves %s and there is no snapshot of it at %s (the `fetch` tool of "+
+			"github:%s, or $UPSTREAM_MIRROR_DIR); optional, so this file's check is skipped", errAbsent, path, snapshot, repo)
+	}
+	raw, err := exec.Command("git", "-C", snapshot, "show", v+":"+path).Output()
+	if err != nil {
+		return nil, v, fmt.Errorf("%w: the snapshot %s has no %s at %s (fetch github:%s again)", errAbsent, snapshot, path, v, repo)
+	}
+	return raw, v, nil
+}
+
+func digest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// The tripwire: each upstream file a model follows is, at the version we pin now, the file the model was
+// written against. UPSTREAM_MIRRORS_UPDATE=1 records the hashes and pins anew, once the models are re-read.
+func TestEachModelsUpstreamFilesAreThoseItWasWrittenAgainst(t *testing.T) {
+	m := load(t)
+	update := os.Getenv("UPSTREAM_MIRRORS_UPDATE") == "1"
+	for i := range m.Models {
+		model := &m.Models[i]
+		for j := range model.Mirrors {
+			mirror := &model.Mirrors[j]
+			t.Run(model.Model+"/"+mirror.Repo+"/"+mirror.Path, func(t *testing.T) {
+				raw, v, err := read(mirror.Repo, mirror.Path)
+				if errors.Is(err, errAbsent) {
+					t.Skipf("NOT CHECKED: %v", err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := digest(raw)
+				if update {
+					mirror.SHA256, m.Pins[mirror.Repo] = got, v
+					return
+				}
+				if got != mirror.SHA256 {
+					t.Errorf("UPSTREAM CHANGED: the model %q (%s) follows %s %s, recorded at %s; at %s that file is "+
+						"different (sha256 %s, recorded %s). Re-read github.com/%s/blob/%s/%s, bring the model in line, "+
+						"then record it: UPSTREAM_MIRRORS_UPDATE=1 go test ./internal/upstream (from test/)",
+						model.Model, strings.Join(model.In, ", "), mirror.Repo, mirror.Path, m.Pins[mirror.Repo], v,
+						got, mirror.SHA256, mirror.Repo, v, mirror.Path)
+				}
+			})
+		}
+	}
+	if update {
+		out, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(manifestPath(), append(out, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("recorded test/upstream-mirrors.json; run prettier on it")
+	}
+}
+
+// Each model names, in its own source, every upstream file it follows (so that a reader of the model finds
+// it, and the manifest cannot list a file the model does not claim), and every repository it follows is pinned.
+func TestEachModelNamesTheUpstreamFilesItFollows(t *testing.T) {
+	m := load(t)
+	if len(m.Models) == 0 {
+		t.Fatal("test/upstream-mirrors.json lists no model")
+	}
+	for _, model := range m.Models {
+		var text strings.Builder
+		for _, in := range model.In {
+			raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), in))
+			if err != nil {
+				t.Errorf("%s: %v", model.Model, err)
+			}
+			text.Write(raw)
+		}
+		if len(model.Mirrors) == 0 {
+			t.Errorf("%s names no upstream file", model.Model)
+		}
+		for _, mirror := range model.Mirrors {
+			if !strings.Contains(text.String(), filepath.Base(mirror.Path)) {
+				t.Errorf("%s (%s) does not name %s %s, which the manifest says it follows", model.Model, strings.Join(model.In, ", "), mirror.Repo, mirror.Path)
+			}
+			if _, ok := sources[mirror.Repo]; !ok || m.Pins[mirror.Repo] == "" {
+				t.Errorf("%s: %s has no source or no recorded pin", model.Model, mirror.Repo)
+			}
+			if len(mirror.SHA256) != 64 {
+				t.Errorf("%s: %s %s has no recorded sha256", model.Model, mirror.Repo, mirror.Path)
+			}
+		}
+	}
+}
