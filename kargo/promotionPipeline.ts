@@ -13,6 +13,7 @@ import {
   stageSpec,
   warehouseSpec,
 } from "../lib/pipeline/promotion";
+import { stackAdmissionPolicy } from "../lib/pipeline/admission";
 import { approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
 import { applicationSpec, pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import {
@@ -198,6 +199,20 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         ),
     );
 
+    // Before any Stack can be synced: the API server admits a Stack only as the planned Stack of the stage
+    // whose Application applies it (lib/pipeline/admission.ts), whatever a stage branch holds.
+    const admission = stackAdmissionPolicy(p);
+    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+      admission.policy.metadata.name,
+      { metadata: admission.policy.metadata, spec: admission.policy.spec },
+      k8sOpts,
+    );
+    const bound = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+      admission.binding.metadata.name,
+      { metadata: admission.binding.metadata, spec: admission.binding.spec },
+      { ...k8sOpts, dependsOn: [policy] },
+    );
+
     // Each stage's plugin cache exists before its first promotion: a workspace pod naming a missing claim
     // would never be scheduled. Here, not on the stage branch, because the volume belongs to the stage, not
     // to a Freight: it keeps its plugins from one promotion to the next and needs no sync to come back.
@@ -213,7 +228,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         new kargo.Stage(
           `${p.project}-${s.name}`,
           { metadata: { name: s.name, namespace: ns }, spec: stageSpec(p, s) },
-          { ...k8sOpts, dependsOn: [warehouse, task, script, ...templates, ...applications] },
+          { ...k8sOpts, dependsOn: [warehouse, task, script, ...templates, ...applications, bound] },
         ),
       );
     }

@@ -107,11 +107,17 @@ func doInstall(t *testing.T) (*installation, string) {
 		}
 	}
 	if pkoMissing == "" {
+		// Each as the Application that includes it from its stage branch applies it.
+		apps := applicationsByFile(plan.Load(t, "kargo"))
 		files, _ := filepath.Glob(filepath.Join(plan.RepoRoot(), "stacks", "*.yaml"))
 		sort.Strings(files)
 		for _, f := range files {
+			app, ok := apps[filepath.Base(f)]
+			if !ok {
+				return nil, fmt.Sprintf("no Application of the plan deploys stacks/%s", filepath.Base(f))
+			}
 			for _, o := range readYAML(t, f) {
-				in.objects = append(in.objects, source{"stacks/" + filepath.Base(f), o})
+				in.objects = append(in.objects, source{"stacks/" + filepath.Base(f), asArgoCDApplies(app.name, app.destination, o)})
 			}
 		}
 	}
