@@ -58,6 +58,9 @@ export class ArgoCd extends pulumi.ComponentResource {
         configs: {
           cm: {
             "admin.enabled": true,
+            // Said, not left to the default: the Stack admission policy (lib/pipeline/admission.ts) reads the
+            // Application from the tracking annotation Argo CD writes on every object it applies.
+            "application.resourceTrackingMethod": "annotation",
             "resource.customizations.health.pulumi.com_Stack": stackHealthCheck,
           },
           secret: {
