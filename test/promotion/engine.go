@@ -25,9 +25,9 @@ type Engine struct {
 	Remotes map[string]string
 	// Freight is the API server's view of the project's Freight metadata.
 	Freight *FreightStore
-	// GitUser is the controller's git identity: the chart's controller.gitClient defaults (Kargo,
-	// no-reply@kargo.io, /work/shared/crds/kargo/chart-values.yaml).
-	GitUser git.User
+	// GitUser is the controller's git identity (controllerGitUser); an error finding it fails git-clone.
+	GitUser    git.User
+	gitUserErr error
 	// ArgoCD acts on Applications between reconciles of a Running step; nil is SyncSucceeds.
 	ArgoCD ArgoCD
 
@@ -37,12 +37,8 @@ type Engine struct {
 }
 
 func NewEngine(kargo *plan.Project, remotes map[string]string, freight *FreightStore) *Engine {
-	return &Engine{
-		Kargo:   kargo,
-		Remotes: remotes,
-		Freight: freight,
-		GitUser: git.User{Name: "Kargo", Email: "no-reply@kargo.io"},
-	}
+	user, err := controllerGitUser(kargo)
+	return &Engine{Kargo: kargo, Remotes: remotes, Freight: freight, GitUser: user, gitUserErr: err}
 }
 
 // Promotion is what a Promotion object tells the engine: into which Stage, which Freight, created by whom.

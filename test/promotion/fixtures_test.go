@@ -374,3 +374,14 @@ func promote(t *testing.T, r *Remote, stage string, f *Freight) (*Result, error)
 		WorkDir: t.TempDir(),
 	})
 }
+
+// kargoAuthor is the controller's git identity as a commit shows it: the kargo release's controller.gitClient
+// over Kargo's chart defaults at our pin (controllerGitUser), not a name the harness makes up.
+func kargoAuthor(t testing.TB) string {
+	t.Helper()
+	u, err := controllerGitUser(kargoPlan(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Name + " <" + u.Email + ">"
+}

@@ -21,6 +21,9 @@ func gitClone(ctx context.Context, s *StepContext, cfg builtin.GitCloneConfig) (
 		}
 		seen[c.As] = c.As != ""
 	}
+	if s.Engine.gitUserErr != nil {
+		return StepResult{Status: StatusErrored}, s.Engine.gitUserErr
+	}
 	user := s.Engine.GitUser
 	if cfg.Author != nil {
 		user = git.User{Name: cfg.Author.Name, Email: cfg.Author.Email, SigningKey: cfg.Author.SigningKey}

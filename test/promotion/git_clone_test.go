@@ -60,8 +60,8 @@ func TestGitCloneCreatesAMissingBranchAsAnEmptyOrphan(t *testing.T) {
 	if tree := gitRun(t, remote, "ls-tree", "-r", "stage/y"); tree != "" {
 		t.Errorf("the new branch holds %s", tree)
 	}
-	if log := gitRun(t, remote, "log", "--format=%s|%an", "stage/y"); log != "Initial commit|Kargo" {
-		t.Errorf("the new branch's history: %s", log)
+	if log := gitRun(t, remote, "log", "--format=%an <%ae>", "stage/y"); log != kargoAuthor(t) {
+		t.Errorf("the new branch's history is by %q, want one commit by the controller, %s", log, kargoAuthor(t))
 	}
 }
 

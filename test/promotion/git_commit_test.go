@@ -13,11 +13,11 @@ func TestGitCommitCommitsAsKargoOnlyWhenSomethingChanged(t *testing.T) {
 		t.Errorf("with nothing to commit: %s %v %v; want Skipped at %s", res.Status, res.Output, err, head)
 	}
 	writeFiles(t, dir+"/stage", map[string]string{"new.txt": "n\n"})
-	res, err = runStep(t, e, dir, "git-commit", map[string]any{"path": "./stage", "message": "Promote x to y"})
+	res, err = runStep(t, e, dir, "git-commit", map[string]any{"path": "./stage", "message": "something changed"})
 	if err != nil || res.Status != StatusSucceeded {
 		t.Fatalf("%s, %v", res.Status, err)
 	}
-	if got := gitRun(t, dir+"/stage", "log", "-1", "--format=%H|%s|%an <%ae>"); got != res.Output["commit"].(string)+"|Promote x to y|Kargo <no-reply@kargo.io>" {
-		t.Errorf("commit %s, output %v", got, res.Output)
+	if got := gitRun(t, dir+"/stage", "log", "-1", "--format=%H|%an <%ae>"); got != res.Output["commit"].(string)+"|"+kargoAuthor(t) {
+		t.Errorf("commit %s, output %v; want the output's commit, by the controller %s", got, res.Output, kargoAuthor(t))
 	}
 }

@@ -52,8 +52,12 @@ func kargoCreatedBranch(t *testing.T, r *Remote, branch string) {
 	empty := gitRun(t, r.Dir, "hash-object", "-t", "tree", "-w", "--stdin")
 	cmd := exec.Command("git", "commit-tree", empty, "-m", "Initial commit")
 	cmd.Dir = r.Dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Kargo", "GIT_AUTHOR_EMAIL=no-reply@kargo.io",
-		"GIT_COMMITTER_NAME=Kargo", "GIT_COMMITTER_EMAIL=no-reply@kargo.io", "GIT_CONFIG_GLOBAL=/dev/null")
+	user, err := controllerGitUser(kargoPlan(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME="+user.Name, "GIT_AUTHOR_EMAIL="+user.Email,
+		"GIT_COMMITTER_NAME="+user.Name, "GIT_COMMITTER_EMAIL="+user.Email, "GIT_CONFIG_GLOBAL=/dev/null")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)

@@ -110,20 +110,26 @@ func convert[T any](kind string, config map[string]any) (T, error) {
 }
 
 var (
-	schemaOnce sync.Once
-	schemaPath string
-	schemaErr  error
+	kargoModOnce sync.Once
+	kargoModDir  string
+	kargoModErr  error
 )
+
+// kargoModuleDir is the Kargo module go.mod pins, in the module cache.
+func kargoModuleDir() (string, error) {
+	kargoModOnce.Do(func() {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/akuity/kargo").Output()
+		if err != nil {
+			kargoModErr = fmt.Errorf("locating the Kargo module (go list -m github.com/akuity/kargo): %w", err)
+			return
+		}
+		kargoModDir = strings.TrimSpace(string(out))
+	})
+	return kargoModDir, kargoModErr
+}
 
 // schemaDir is pkg/promotion/runner/builtin of the Kargo module go.mod pins.
 func schemaDir() (string, error) {
-	schemaOnce.Do(func() {
-		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/akuity/kargo").Output()
-		if err != nil {
-			schemaErr = fmt.Errorf("locating the Kargo module (go list -m github.com/akuity/kargo): %w", err)
-			return
-		}
-		schemaPath = filepath.Join(strings.TrimSpace(string(out)), "pkg", "promotion", "runner", "builtin")
-	})
-	return schemaPath, schemaErr
+	dir, err := kargoModuleDir()
+	return filepath.Join(dir, "pkg", "promotion", "runner", "builtin"), err
 }
