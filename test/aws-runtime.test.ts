@@ -12,6 +12,7 @@ import { KARGO_CLI_CALLBACK_PORT } from "../kargo/kargoInstall";
 import { ProgramError, planProgram, type ProgramPlan } from "../lib/cli/plan/harness";
 import { PLAN_ACCOUNT_ID, PLAN_DEPLOYER_ROLE, PlanMocks, type UpstreamStack } from "../lib/cli/plan/mocks";
 import { planChain, readStackConfig, repoRoot } from "../lib/cli/plan/projects";
+import { docPages } from "../lib/markdown";
 import { ofType, one, planError, planProject } from "./helpers";
 
 /** Plans kargo against cluster-setup outputs changed by `change`, as a real upstream stack could hold them. */
@@ -202,8 +203,8 @@ describe("on AWS, for real", () => {
       expect(client.callbackUrls).toContain(`http://localhost:${KARGO_CLI_CALLBACK_PORT}/auth/callback`);
       expect(client.logoutUrls).toEqual([`${kargo.outputs.kargoUrl}/login`]);
       expect(one(setup, "aws:cognito/userPoolDomain:UserPoolDomain").inputs.managedLoginVersion).toBe(1);
-      const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8");
-      expect(readme).toContain(`--sso --port ${KARGO_CLI_CALLBACK_PORT}`);
+      const deploy = fs.readFileSync(docPages.deploy, "utf8");
+      expect(deploy).toContain(`--sso --port ${KARGO_CLI_CALLBACK_PORT}`);
     });
 
     it("turns deletion protection off only through config and pulumi up, keeping the Pulumi protection", async () => {

@@ -1,5 +1,4 @@
 import * as fs from "node:fs";
-import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { allocatable, capacity } from "../lib/capacity";
@@ -11,7 +10,8 @@ import {
   plannedCapacity,
   type PlannedCapacity,
 } from "../lib/cli/plan/capacity";
-import { planChain, repoRoot } from "../lib/cli/plan/projects";
+import { planChain } from "../lib/cli/plan/projects";
+import { docPages } from "../lib/markdown";
 import { ofType, planProject } from "./helpers";
 
 const pipeline = validatePipeline(definition);
@@ -64,8 +64,8 @@ describe("capacity of the default node group", () => {
     expect(report.surge).toEqual({ owner: "kargo", pods: 5, cpu: 200, memory: 448 });
   });
 
-  it("is the table the README shows (run `npm run docs` after changing the pipeline or the nodes)", () => {
-    const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8");
+  it("is the table docs/capacity-and-cost.md shows (run `npm run docs` after changing the pipeline or the nodes)", () => {
+    const readme = fs.readFileSync(docPages.capacityAndCost, "utf8");
     expect(readme).toContain(capacityTable(planned));
   });
 
@@ -88,7 +88,7 @@ describe("capacity of the default node group", () => {
       "ebs-csi-node DaemonSet 1",
     ]);
     expect(on.report.total.pods).toBe(planned.report.total.pods + 2 + nodes);
-    // On the default two t4g.medium nodes (32 of 34 pods taken) they do not fit: the README's "Per
+    // On the default two t4g.medium nodes (32 of 34 pods taken) they do not fit: docs/capacity-and-cost.md's "Per
     // promotion" says the cache needs a third node. A fork with room to spare may not.
     const spare = planned.report.allocatable.pods - planned.report.total.pods;
     if (spare < 2 + nodes) expect(on.report.fits).toBe(false);

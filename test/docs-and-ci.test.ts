@@ -8,6 +8,7 @@ import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { README, withDiagram } from "../lib/pipeline/diagram";
+import { docPages, documentationPages } from "../lib/markdown";
 import { programStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { projectOrder, repoRoot } from "../lib/cli/plan/projects";
@@ -340,8 +341,8 @@ describe("GitHub workflows", () => {
         "pulumi-scope": "${{ vars.PULUMI_PREVIEW_SCOPE || format('team:{0}', vars.PULUMI_PREVIEW_TEAM) }}",
       });
     }
-    // The roles' trust policies in the README accept exactly these environments' tokens.
-    const readme = fs.readFileSync(README, "utf8");
+    // The roles' trust policies in the deploy page accept exactly these environments' tokens.
+    const readme = fs.readFileSync(docPages.deploy, "utf8");
     expect(readme).toContain(
       '"token.actions.githubusercontent.com:sub": "repo:<you>/<your-fork>:environment:production"',
     );
@@ -391,11 +392,12 @@ describe("Pulumi.example.yaml", () => {
 describe("Pulumi.yaml templates", () => {
   // `pulumi new <repo>/tree/main/<project>` copies that folder alone: the three projects import ../lib and
   // take their packages from the root package.json, so they cannot be templates. The promoted program can.
-  it.each(projectOrder)("%s/Pulumi.yaml offers no template, and the README promises none", (project) => {
+  it.each(projectOrder)("%s/Pulumi.yaml offers no template, and no page promises one", (project) => {
     const file = YAML.parse(fs.readFileSync(path.join(repoRoot, project, "Pulumi.yaml"), "utf8"));
     expect(file.template).toBeUndefined();
     expect(fs.readFileSync(path.join(repoRoot, project, "index.ts"), "utf8")).toMatch(/from "\.\.\/lib\//);
-    expect(fs.readFileSync(README, "utf8")).not.toMatch(/pulumi new \S*\/tree\/main\/\S+/);
+    for (const page of documentationPages())
+      expect(fs.readFileSync(page, "utf8"), page).not.toMatch(/pulumi new \S*\/tree\/main\/\S+/);
   });
 
   // Each promoted program's folder holds all it needs, so one that offers a template is a whole template.

@@ -1,35 +1,47 @@
-// `npm run docs`: redraws what README.md shows of kargo/pipeline.ts and the plan: the pipeline diagram, the
-// capacity table (this pipeline's workspaces beside the planned platform on the planned nodes) and the
-// idle-cost table (lib/cli/plan/costs.ts over every planned resource).
+// `npm run docs`: redraws what the documentation shows of kargo/pipeline.ts and the plan: the pipeline diagram
+// (README.md), the capacity table (this pipeline's workspaces beside the planned platform on the planned nodes)
+// and the idle-cost table (lib/cli/plan/costs.ts over every planned resource), both in
+// docs/capacity-and-cost.md, and the idle cost the README states.
 import * as fs from "node:fs";
+import * as path from "node:path";
 import { pipeline as definition } from "../../kargo/pipeline";
-import { README, withDiagram } from "../pipeline/diagram";
+import { docPages } from "../markdown";
+import { withDiagram } from "../pipeline/diagram";
 import { PipelineError } from "../pipeline/schema";
 import { validatePipeline } from "../pipeline/validate";
 import { capacityTable, plannedCapacity, withCapacityTable } from "./plan/capacity";
-import { monthlyCost, withCostTable } from "./plan/costs";
+import { monthlyCost, withCostTable, withCostTotal } from "./plan/costs";
 import { ProgramError } from "./plan/harness";
-import { planChain } from "./plan/projects";
+import { planChain, repoRoot } from "./plan/projects";
+
+/** Each page's text redrawn; written only once every page has been redrawn, and only where it changed. */
+function rewrite(pages: [file: string, redraw: (text: string) => string][]): string[] {
+  const redrawn = pages.map(([file, redraw]) => {
+    const before = fs.readFileSync(file, "utf8");
+    return { file, before, after: redraw(before) };
+  });
+  return redrawn.map(({ file, before, after }) => {
+    if (after !== before) fs.writeFileSync(file, after);
+    return `${path.relative(repoRoot, file)}: ${after === before ? "up to date" : "redrawn"}`;
+  });
+}
 
 export async function writeDocs(): Promise<string[]> {
   const pipeline = validatePipeline(definition);
   const plans = await planChain();
   const planned = plannedCapacity(plans, pipeline);
-  const before = fs.readFileSync(README, "utf8");
-  const after = withCostTable(
-    withCapacityTable(withDiagram(before, pipeline), capacityTable(planned)),
-    monthlyCost(plans.flatMap((plan) => plan.resources)),
-  );
-  if (after !== before) fs.writeFileSync(README, after);
-  const notes = [
-    after === before
-      ? "README.md: up to date"
-      : "README.md: pipeline diagram, capacity and cost tables redrawn",
-  ];
+  const cost = monthlyCost(plans.flatMap((plan) => plan.resources));
+  const notes = rewrite([
+    [docPages.readme, (text) => withCostTotal(withDiagram(text, pipeline), cost)],
+    [
+      docPages.capacityAndCost,
+      (text) => withCostTable(withCapacityTable(text, capacityTable(planned)), cost),
+    ],
+  ]);
   const { report } = planned;
   if (!report.fits)
     notes.push(
-      `warning: the pods need ${report.total.pods} pods, ${report.total.cpu}m CPU, ${report.total.memory} MiB; ${planned.nodes} ${planned.instanceType} nodes offer ${report.allocatable.pods}, ${report.allocatable.cpu}m, ${report.allocatable.memory} MiB (README "What the nodes hold")`,
+      `warning: the pods need ${report.total.pods} pods, ${report.total.cpu}m CPU, ${report.total.memory} MiB; ${planned.nodes} ${planned.instanceType} nodes offer ${report.allocatable.pods}, ${report.allocatable.cpu}m, ${report.allocatable.memory} MiB (docs/capacity-and-cost.md, "What the nodes hold")`,
     );
   return notes;
 }
@@ -38,7 +50,7 @@ if (require.main === module) {
   writeDocs().then(
     (notes) => console.log(notes.join("\n")),
     (err: unknown) => {
-      // Like `npm run plan`: the message naming the stage, field or key, no stack trace; README.md untouched.
+      // Like `npm run plan`: the message naming the stage, field or key, no stack trace; the pages untouched.
       if (!(err instanceof PipelineError) && !(err instanceof ProgramError)) throw err;
       const where = err instanceof ProgramError ? `project ${err.project}: ` : "";
       console.error(`docs failed: ${where}${err.message}`);

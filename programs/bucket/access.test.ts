@@ -5,6 +5,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline } from "../../kargo/pipeline";
+import { docPages } from "../../lib/markdown";
 import { bucketAccess, bucketActions, bucketReadActions, bucketWriteActions } from "./access";
 
 const repoRoot = path.resolve(__dirname, "..", "..");
@@ -47,10 +48,10 @@ describe("programs/bucket's access", () => {
       "s3:PutAccessPointPolicy",
     ])
       expect(actions).not.toContain(forbidden);
-    // The block the program declares is written with the one action that also removes it, so the README must
+    // The block the program declares is written with the one action that also removes it, so the docs must
     // not promise that the role cannot undo it.
     expect(actions).toContain("s3:PutBucketPublicAccessBlock");
-    const readme = fs.readFileSync(path.join(repoRoot, "README.md"), "utf8").replace(/\s+/g, " ");
+    const readme = fs.readFileSync(docPages.securityAndApprovals, "utf8").replace(/\s+/g, " ");
     expect(readme).toContain("The role can change its buckets' public-access block, even turn it off");
     expect(readme).not.toContain("cannot undo its own public-access block");
     // The S3 Control tagging calls the provider tries first, and the bucket tagging API it falls back to.
