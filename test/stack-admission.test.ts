@@ -14,13 +14,15 @@ import { programStages } from "../lib/pipeline/graph";
 import { stackObjectName } from "../lib/pipeline/names";
 import { stackManifest } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { one } from "./helpers";
 import { planKargo, withExtraProgram, type Obj } from "./kargo-support";
 
 const pipeline = validatePipeline(definition);
 
 describe("the Stack admission policy", () => {
   let ofKind: (kind: string) => Obj[];
-  beforeAll(async () => ({ ofKind } = await planKargo()));
+  let setup: Awaited<ReturnType<typeof planKargo>>["setup"];
+  beforeAll(async () => ({ ofKind, setup } = await planKargo()));
 
   it("is planned with its binding, on Stacks of the stacks namespace only, refusing what it does not admit", () => {
     const [policy] = ofKind("ValidatingAdmissionPolicy").filter(
@@ -65,6 +67,11 @@ describe("the Stack admission policy", () => {
     const { policy } = stackAdmissionPolicy(pipeline);
     const application = policy.spec.variables.find((v) => v.name === "application")!;
     expect(application.expression).toContain(`'${ARGOCD_TRACKING_ANNOTATION}'`);
+    // cluster-setup's Argo CD says so rather than relying on its default.
+    const argocd = one(setup, "kubernetes:helm.sh/v3:Release", "argocd").inputs.values as {
+      configs: { cm: Record<string, unknown> };
+    };
+    expect(argocd.configs.cm["application.resourceTrackingMethod"]).toBe("annotation");
   });
 });
 
