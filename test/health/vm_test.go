@@ -3,7 +3,6 @@ package health
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -21,8 +20,6 @@ func TestVMAsArgoCDSetsItUp(t *testing.T) {
 		{name: "a table", script: `return {status = "Healthy", message = "m"}`, want: Health{"Healthy", "m"}},
 		{name: "nil is no health", script: `return nil`, want: Health{}},
 		{name: "an empty table is no health", script: `return {}`, want: Health{}},
-		{name: "a status Argo CD does not know", script: `return {status = "Stalled"}`,
-			want: Health{"Unknown", "Lua returned an invalid health status"}},
 		{name: "integers arrive as numbers", script: `return {status = "Healthy", message = tostring(obj.metadata.generation + 1)}`,
 			want: Health{"Healthy", "4"}},
 		{name: "no string library", script: `return {status = string.upper("healthy")}`, err: "non-table object(nil) with key 'upper'"},
@@ -49,17 +46,5 @@ func TestVMAsArgoCDSetsItUp(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, c.want)
 			}
 		})
-	}
-}
-
-// Argo CD stops a script after one second; a health check that loops gives no health at all.
-func TestVMStopsAtTheTimeLimit(t *testing.T) {
-	start := time.Now()
-	_, err := Run(`while true do end`, anyObject, false)
-	if err == nil {
-		t.Fatal("an endless script returned")
-	}
-	if took := time.Since(start); took < TimeLimit || took > 3*TimeLimit {
-		t.Fatalf("stopped after %v, want about %v", took, TimeLimit)
 	}
 }
