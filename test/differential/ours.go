@@ -1,7 +1,3 @@
-// Package differential tests the rules the pipeline library re-implements in TypeScript against the upstream
-// code that really decides them: which paths Kargo's Warehouse include/exclude filters select
-// (akuity/kargo v1.11.2 pkg/pattern), what Go's regexp accepts, and what git accepts as a branch name. Inputs
-// are generated; any disagreement is a bug in ours.
 package differential
 
 import (

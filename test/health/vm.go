@@ -1,5 +1,3 @@
-// Package health runs the Argo CD health check we install for PKO Stacks the way Argo CD v3.4.4 runs it,
-// over the statuses PKO v2.9.0 writes, and answers with the health Argo CD would report.
 package health
 
 import (

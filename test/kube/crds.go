@@ -1,7 +1,3 @@
-// Package kube applies everything the platform emits to a real Kubernetes API server (kube-apiserver v1.34.3
-// and etcd, built by test/internal/apiserver) and asks its RBAC authorizer who can do what: the schemas,
-// CEL rules and RBAC decided by Kubernetes itself rather than by our reading of them. Kargo's admission
-// webhooks and controllers are not here (their API module is not served, so they cannot be built).
 package kube
 
 import (

@@ -1,7 +1,3 @@
-// Package links evaluates the deep links the ProjectConfig gives the Kargo UI the way Kargo v1.11.2 does:
-// each link's `if` with expr-lang, its `url` as a Go text/template with sprig's generic functions, both over
-// the Stage or Freight as JSON under "stage" or "freight" (akuity/kargo v1.11.2 pkg/deeplinks/deeplinks.go,
-// EvaluateLinks and toContextMap). That package imports Kargo's API module, which cannot be built here.
 package links
 
 import (

@@ -1,6 +1,3 @@
-// Package apiserver runs a real Kubernetes API server for the tests: kube-apiserver and etcd built with
-// `go build` from the Go module proxy at the versions test/go.mod pins (its `tool` lines), cached between
-// runs, started on loopback and stopped when the tests end. It never downloads a binary.
 package apiserver
 
 import (

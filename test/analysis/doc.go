@@ -1,0 +1,22 @@
+// Package analysis runs every AnalysisTemplate the kargo plan emits as Kargo would have a Stage verified:
+// Kargo builds the AnalysisRun, Argo Rollouts runs it, one Job per metric runs our verification script,
+// which asks Pulumi Cloud about the stack.
+//
+// Upstream code executed here: Argo Rollouts v1.9.0's analysis controller and job metric provider (with its
+// fake clientsets and informers, and the condition language its metrics use), Kargo v1.11.2's
+// pkg/expressions for the run's arguments. Our verification script (the product) runs for real, in node.
+//
+// Ours, models, each following the upstream file named beside it:
+//   - jobs.go: the kube Job controller, and only it: a Job's pod run as node, its exit code through the
+//     Job's podFailurePolicy and backoffLimit, its activeDeadlineSeconds (kubernetes v1.34.3
+//     pkg/controller/job/job_controller.go, pkg/controller/job/pod_failure_policy.go);
+//   - run.go: Kargo's AnalysisRun builder (akuity/kargo v1.11.2 pkg/rollouts/analysis_run_builder.go, with
+//     the expression environment of pkg/controller/stages/regular_stages.go and commitFrom of
+//     pkg/expressions/function/functions.go);
+//   - controller.go: the analysis controller set up as Argo Rollouts' own tests set it up (argo-rollouts
+//     v1.9.0 analysis/controller_test.go, newController), on a faster clock;
+//   - pulumicloud.go: a stand-in for Pulumi Cloud's REST API (stack updates and previews), answering in the
+//     shapes of Pulumi's own API types (named there).
+//
+// Every model's upstream files and their sha256 are in test/upstream-mirrors.json (test/internal/upstream).
+package analysis

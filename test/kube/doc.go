@@ -1,0 +1,17 @@
+// Package kube applies everything the platform emits to a real Kubernetes API server (kube-apiserver v1.34.3
+// and etcd, built by test/internal/apiserver) and asks its RBAC authorizer who can do what: the schemas,
+// CEL rules, admission policies and RBAC decided by Kubernetes itself rather than by our reading of them.
+//
+// Upstream code executed here: kube-apiserver and etcd, with the upstream CRDs at our pins (Kargo and Argo
+// Rollouts at their test/go.mod versions, Argo CD at lib/crds/sources.ts's, PKO's from ../shared/crds/pko).
+// Kargo's admission webhooks and controllers are not here (their API module is not served, so they cannot
+// be built).
+//
+// Ours, models, each following the upstream file named beside it:
+//   - reach.go: how Kargo's API server authorizes a signed-in user, the union of the permissions of the
+//     project's ServiceAccounts whose claims match (akuity/kargo v1.11.2 pkg/server/kubernetes/client.go);
+//   - intent.go: which Stages are control-flow Stages, joins (akuity/kargo v1.11.2 api/v1alpha1/stage_types.go).
+//
+// corpus.go only generates inputs (each emitted object with one thing made wrong); the API server decides.
+// Every model's upstream files and their sha256 are in test/upstream-mirrors.json (test/internal/upstream).
+package kube
