@@ -172,6 +172,25 @@ export const clusterSetupConfigSchema = z
     argoCdValues: chartValues,
     argoRolloutsValues: chartValues,
     pulumiOperatorValues: chartValues,
+    karpenterValues: chartValues,
+    burstCpuLimit: z
+      .number()
+      .int()
+      .min(1, "must be at least 1 (a burst node of the base's smallest size has 2 vCPUs)")
+      .max(256, "must be at most 256")
+      .default(8),
+    burstMemoryGiB: z
+      .number()
+      .int()
+      .min(2, "must be at least 2")
+      .max(1024, "must be at most 1024")
+      .default(32),
+    burstConsolidateAfterSeconds: z
+      .number()
+      .int()
+      .min(30, "must be at least 30: a shorter wait replaces a node between two stages of one promotion")
+      .max(3600, "must be at most 3600: an empty node costs money while it waits")
+      .default(120),
   })
   .superRefine((c, ctx) => {
     if (c.cognitoApproverGroups.includes(c.cognitoAdminGroup)) {
@@ -202,7 +221,13 @@ export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 export const loadClusterSetupConfig = (identity: ForkIdentity = fork) => {
   const config = loadConfig(clusterSetupConfigSchema, {
     secrets: ["pulumiAccessToken"],
-    secretCapable: ["certManagerValues", "argoCdValues", "argoRolloutsValues", "pulumiOperatorValues"],
+    secretCapable: [
+      "certManagerValues",
+      "argoCdValues",
+      "argoRolloutsValues",
+      "pulumiOperatorValues",
+      "karpenterValues",
+    ],
     requireRegion: true,
   });
   // The fork's repository, the one Argo CD may sync Stack manifests from, is the pipeline's (lib/fork.ts).

@@ -11,6 +11,7 @@ import { pulumiOperator } from "./addons/pulumiOperator";
 import { defaultDomainPrefix, loadClusterSetupConfig } from "./config";
 import { SingleSignOn } from "./singleSignOn";
 import { StackIdentity } from "./stackIdentity";
+import { BurstCapacity } from "./karpenter";
 import { pluginCacheClass } from "./storage";
 
 const config = loadClusterSetupConfig();
@@ -68,6 +69,23 @@ const identity = new StackIdentity("stacks", {
 
 const storageClass = pluginCacheClass({ provider });
 
+const burst = new BurstCapacity("karpenter", {
+  provider,
+  clusterName: cluster.requireOutput("clusterName") as pulumi.Output<string>,
+  region: cluster.requireOutput("region") as pulumi.Output<string>,
+  oidcProviderArn: cluster.requireOutput("oidcProviderArn") as pulumi.Output<string>,
+  oidcProviderUrl: cluster.requireOutput("oidcProviderUrl") as pulumi.Output<string>,
+  nodeRoleArn: cluster.requireOutput("nodeRoleArn") as pulumi.Output<string>,
+  instanceProfileName: cluster.requireOutput("burstNodeInstanceProfile") as pulumi.Output<string>,
+  maxPods: cluster.requireOutput("nodeMaxPods") as pulumi.Output<number>,
+  architecture: cluster.requireOutput("nodeArchitecture") as pulumi.Output<string>,
+  instanceFamilies: cluster.requireOutput("nodeInstanceFamilies") as pulumi.Output<string[]>,
+  limits: { cpu: config.burstCpuLimit, memoryGiB: config.burstMemoryGiB },
+  consolidateAfterSeconds: config.burstConsolidateAfterSeconds,
+  values: config.karpenterValues,
+  tags,
+});
+
 // The contract `kargo` reads through its StackReference.
 export { kubeconfig };
 export const clusterName = cluster.requireOutput("clusterName");
@@ -91,6 +109,9 @@ export const previewRoleArn = identity.preview.roleArn;
 export const pulumiAccessTokenSecretName = identity.accessTokenSecretName;
 // The class of the volume each PKO workspace keeps its Pulumi plugins on.
 export const pluginCacheStorageClass = storageClass.metadata.name;
+// Karpenter's role and the NodePool workspaces and verification Jobs burst onto.
+export const karpenterRoleArn = burst.roleArn;
+export const burstNodePool = burst.nodePoolName;
 // Kargo's verification reads Pulumi Cloud with the same token.
 export const pulumiAccessToken = config.pulumiAccessToken;
 export const cognitoUserPoolId = sso.userPoolId;

@@ -29,6 +29,17 @@ export const eksKubernetesVersions = ["1.31", "1.32", "1.33", "1.34", "1.35", "1
  */
 export const EBS_CSI_DRIVER_VERSION = "v1.67.1-eksbuild.1";
 
+/**
+ * Pods per node with the VPC CNI's prefix delegation: each address slot of an interface holds a /28 (16
+ * addresses), so a t4g.medium could address 3 × 5 × 16 + 2 = 242; the kubelet's own default of 110 is the
+ * ceiling EKS uses for instances of fewer than 30 vCPUs. Lower than that: nodeadm reserves 11 MiB of the
+ * node's memory for every pod it may run (amazon-eks-ami nodeadm/internal/kubelet/config.go,
+ * getMemoryMebibytesToReserve), so 110 on a 4 GiB node reserves 1465 MiB for pods it never holds; the
+ * requests of what the base runs (test/capacity.test.ts) fill a t4g.medium long before 40 pods.
+ */
+export const DEFAULT_MAX_PODS = 40;
+const MIN_MAX_PODS = 20;
+
 /** EKS accepts at most 40 CIDR blocks for its public endpoint (aws/containers-roadmap#2174). */
 const EKS_PUBLIC_ACCESS_CIDR_LIMIT = 40;
 
@@ -81,9 +92,21 @@ export const clusterConfigSchema = z
       })
       .default(["t4g.medium"]),
     nodeCapacityType: z.enum(["ON_DEMAND", "SPOT"]).default("ON_DEMAND"),
-    nodeMinSize: z.number().int().min(1, "must be at least 1").default(3),
-    nodeDesiredSize: z.number().int().min(1, "must be at least 1").default(3),
-    nodeMaxSize: z.number().int().min(1, "must be at least 1").max(100, "must be at most 100").default(4),
+    nodeMinSize: z.number().int().min(1, "must be at least 1").default(2),
+    nodeDesiredSize: z.number().int().min(1, "must be at least 1").default(2),
+    nodeMaxSize: z.number().int().min(1, "must be at least 1").max(100, "must be at most 100").default(3),
+    nodeMaxPods: z
+      .number()
+      .int()
+      .min(
+        MIN_MAX_PODS,
+        `must be at least ${MIN_MAX_PODS}: kube-system and the platform alone run about 30 pods on two nodes`,
+      )
+      .max(
+        110,
+        "must be at most 110, the kubelet's default and EKS's limit for instances of fewer than 30 vCPUs",
+      )
+      .default(DEFAULT_MAX_PODS),
     nodeDiskSizeGiB: z
       .number()
       .int()
@@ -116,7 +139,7 @@ export const clusterConfigSchema = z
       .default("STANDARD"),
     ebsCsiDriver: z
       .boolean({ error: "must be true (install the EBS CSI driver add-on) or false (the default)" })
-      .default(false),
+      .default(true),
     ebsCsiDriverVersion: z
       .string()
       .regex(

@@ -2,7 +2,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { platformTags } from "../lib/platform";
-import { loadClusterConfig } from "./config";
+import { architectureOf, loadClusterConfig } from "./config";
 import { checkCreatorNotListed } from "./identity";
 import { Network } from "./network";
 import { PlatformCluster } from "./platformCluster";
@@ -29,6 +29,7 @@ export = async () => {
     cidrBlock: config.vpcCidr,
     availabilityZoneCount: config.availabilityZoneCount,
     natGatewayStrategy: config.natGatewayStrategy,
+    clusterName,
     tags,
   });
 
@@ -46,6 +47,7 @@ export = async () => {
     nodeDesiredSize: config.nodeDesiredSize,
     nodeMaxSize: config.nodeMaxSize,
     nodeDiskSizeGiB: config.nodeDiskSizeGiB,
+    nodeMaxPods: config.nodeMaxPods,
     clusterAdminRoleArns: config.clusterAdminRoleArns,
     ciDeployRoleArn: config.ciDeployRoleArn,
     ciPreviewRoleArn: config.ciPreviewRoleArn,
@@ -70,5 +72,10 @@ export = async () => {
     nodeAutoScalingGroupNames: cluster.nodeAutoScalingGroupNames,
     controlPlaneLogGroupName: cluster.logGroupName,
     ebsCsiDriver: cluster.ebsCsiDriver,
+    burstNodeInstanceProfile: cluster.burstNodeInstanceProfile,
+    nodeMaxPods: config.nodeMaxPods,
+    // What burst nodes are made of: the base's architecture (Kubernetes' name for it) and families.
+    nodeArchitecture: architectureOf(config.nodeInstanceTypes[0]!) === "arm64" ? "arm64" : "amd64",
+    nodeInstanceFamilies: [...new Set(config.nodeInstanceTypes.map((t) => t.split(".")[0]!))],
   };
 };

@@ -8,6 +8,8 @@ export interface NetworkArgs {
   availabilityZoneCount: number;
   /** "Single" (default: one NAT gateway, ~$33/month) or "OnePerAz" (one per zone, highly available egress). */
   natGatewayStrategy: "Single" | "OnePerAz";
+  /** Tagged `karpenter.sh/discovery` on the private subnets: where burst nodes of this cluster launch. */
+  clusterName: string;
   tags: Record<string, string>;
 }
 
@@ -34,7 +36,11 @@ export class Network extends pulumi.ComponentResource {
           { type: awsx.ec2.SubnetType.Public, tags: { ...args.tags, "kubernetes.io/role/elb": "1" } },
           {
             type: awsx.ec2.SubnetType.Private,
-            tags: { ...args.tags, "kubernetes.io/role/internal-elb": "1" },
+            tags: {
+              ...args.tags,
+              "kubernetes.io/role/internal-elb": "1",
+              "karpenter.sh/discovery": args.clusterName,
+            },
           },
         ],
         natGateways: { strategy: args.natGatewayStrategy },

@@ -21,6 +21,8 @@ export interface PlatformClusterArgs {
   nodeDesiredSize: number;
   nodeMaxSize: number;
   nodeDiskSizeGiB: number;
+  /** Most pods a node runs (prefix delegation lifts the address limit; see config.ts DEFAULT_MAX_PODS). */
+  nodeMaxPods: number;
   /**
    * IAM roles granted cluster admin through access entries, besides the identity running `pulumi up`
    * (which EKS makes admin when it creates the cluster). Must not include that identity (see identity.ts).
@@ -49,6 +51,23 @@ export interface PlatformClusterArgs {
   tags: Record<string, string>;
 }
 
+/** Pods per node with prefix delegation: 16 addresses per slot, at most `maxPods` (see config.ts). */
+export const maxPodsExpression = (maxPods: number) => {
+  const prefixed = "default_enis * (ips_per_eni - 1) * 16 + 2";
+  return `${prefixed} < ${maxPods} ? ${prefixed} : ${maxPods}`;
+};
+
+/** The nodeadm NodeConfig merged into the base nodes' own (awslabs/amazon-eks-ami nodeadm doc/api.md). */
+export const nodeConfig = (maxPods: number) =>
+  [
+    "apiVersion: node.eks.aws/v1alpha1",
+    "kind: NodeConfig",
+    "spec:",
+    "  kubelet:",
+    `    maxPodsExpression: "${maxPodsExpression(maxPods)}"`,
+    "",
+  ].join("\n");
+
 /**
  * An EKS cluster for the platform: access-entry authentication, an IAM OIDC provider for IRSA, Secrets
  * encrypted with a dedicated KMS key, control-plane logging, and one managed node group in the private
@@ -71,6 +90,8 @@ export class PlatformCluster extends pulumi.ComponentResource {
   readonly nodeAutoScalingGroupNames: pulumi.Output<string[]>;
   /** Whether the EBS CSI driver runs, so pods can have EBS volumes. */
   readonly ebsCsiDriver: boolean;
+  /** The instance profile of the node role, which burst nodes (Karpenter's) launch with. */
+  readonly burstNodeInstanceProfile: pulumi.Output<string>;
 
   constructor(name: string, args: PlatformClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:cluster:PlatformCluster", name, {}, opts);
@@ -169,6 +190,11 @@ export class PlatformCluster extends pulumi.ComponentResource {
         // The component's own cluster group would sit on the control plane only; managed nodes without a
         // launch template carry the EKS-created cluster group (pulumi-eks v4.3.0 nodejs/eks/cluster/cluster.ts).
         skipDefaultSecurityGroups: true,
+        // Prefix delegation: each address slot of a node's interfaces holds a /28, so pods are bounded by
+        // CPU and memory instead of addresses (t4g.medium: 17 pods without). Needs Nitro instances (every
+        // t4g) and free /28 blocks in the private subnets; one spare prefix per node keeps a starting pod
+        // from waiting on an EC2 call (docs.aws.amazon.com/eks/latest/userguide/cni-increase-ip-addresses.html).
+        vpcCniOptions: { enablePrefixDelegation: true, warmPrefixTarget: 1 },
         tags: args.tags,
       },
       { parent: this, dependsOn: [logGroup] },
@@ -187,6 +213,15 @@ export class PlatformCluster extends pulumi.ComponentResource {
             : "AL2023_x86_64_STANDARD",
         capacityType: args.nodeCapacityType,
         diskSize: args.nodeDiskSizeGiB,
+        // nodeadm sets max pods from the interfaces' address slots alone, prefix delegation or not, and
+        // reserves 11 MiB of memory per pod from that figure; its maxPodsExpression sets both
+        // (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go and eni_max_pods.go, since v20251007).
+        // With it pulumi-eks writes the node's user data into a launch template of the latest AL2023 EKS AMI
+        // (pulumi-eks v4.3.0 nodejs/eks/nodes/nodegroup.ts createMNGCustomLaunchTemplate), whose root
+        // volume is gp3 (amazon-eks-ami templates/al2023/variables-default.json).
+        nodeadmExtraOptions: [
+          { contentType: "application/node.eks.aws", content: nodeConfig(args.nodeMaxPods) },
+        ],
         scalingConfig: {
           minSize: args.nodeMinSize,
           desiredSize: args.nodeDesiredSize,
@@ -215,6 +250,15 @@ export class PlatformCluster extends pulumi.ComponentResource {
           );
     this.ebsCsiDriver = ebs !== undefined;
 
+    // Burst nodes run as the same role, so the access entry EKS keeps for the node group admits them too;
+    // Karpenter is handed this profile and needs no IAM permissions of its own to make one.
+    const burstProfile = new aws.iam.InstanceProfile(
+      `${name}-burst-nodes`,
+      { name: `${args.clusterName}-burst-nodes`, role: nodeRole.name, tags: args.tags },
+      { parent: this },
+    );
+    this.burstNodeInstanceProfile = burstProfile.name;
+
     this.clusterName = pulumi.output(args.clusterName);
     // Depend on the node group and the EBS CSI driver so downstream projects only start once nodes can run
     // their pods and volumes can be provisioned for them.
@@ -240,6 +284,7 @@ export class PlatformCluster extends pulumi.ComponentResource {
       nodeSecurityGroupId: this.nodeSecurityGroupId,
       logGroupName: this.logGroupName,
       nodeAutoScalingGroupNames: this.nodeAutoScalingGroupNames,
+      burstNodeInstanceProfile: this.burstNodeInstanceProfile,
     });
   }
 }

@@ -5,14 +5,17 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { readStackConfig, repoRoot } from "../lib/cli/plan/projects";
 import { EBS_CSI_DRIVER_VERSION } from "../cluster/config";
+import { maxPodsExpression, nodeConfig } from "../cluster/platformCluster";
 import { irsaTrust, ofType, one, planProject } from "./helpers";
 
 describe("cluster project", () => {
   let plan: ProgramPlan;
   let withDriver: ProgramPlan;
+  let withoutDriver: ProgramPlan;
   beforeAll(async () => {
     plan = await planProject("cluster");
     withDriver = await planProject("cluster", { "cluster:ebsCsiDriver": true });
+    withoutDriver = await planProject("cluster", { "cluster:ebsCsiDriver": false });
   });
 
   it("builds a VPC with one NAT gateway and subnets tagged for load balancers", () => {
@@ -122,23 +125,59 @@ describe("cluster project", () => {
       ofType(from, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         .filter((r) => new RegExp(`^${role}-[0-9a-f]{7}$`).test(String(r.inputs.role)))
         .map((r) => r.inputs.policyArn);
-    expect(attached("platform-nodes").sort()).toEqual([
+    expect(attached("platform-nodes", withoutDriver).sort()).toEqual([
       "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
       "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
       "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     ]);
-    expect(attached("platform-ebs-csi-driver")).toEqual([]);
-    expect(attached("platform-nodes", withDriver)).toEqual(attached("platform-nodes"));
+    expect(attached("platform-ebs-csi-driver", withoutDriver)).toEqual([]);
+    expect(attached("platform-nodes", withDriver)).toEqual(attached("platform-nodes", withoutDriver));
     expect(attached("platform-ebs-csi-driver", withDriver)).toEqual([
       "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
     ]);
   });
 
-  it("runs no EBS CSI driver unless asked: its pods do not fit beside the platform on two nodes", () => {
-    expect(readStackConfig("cluster").values["cluster:ebsCsiDriver"]).toBe(false);
-    expect(ofType(plan, "aws:eks/addon:Addon")).toEqual([]);
-    expect(plan.outputs.ebsCsiDriver).toBe(false);
-    expect(withDriver.outputs.ebsCsiDriver).toBe(true);
+  it("runs the EBS CSI driver in the example (the plugin caches' volumes), and none when turned off", () => {
+    expect(readStackConfig("cluster").values["cluster:ebsCsiDriver"]).toBe(true);
+    expect(ofType(withoutDriver, "aws:eks/addon:Addon")).toEqual([]);
+    expect(withoutDriver.outputs.ebsCsiDriver).toBe(false);
+    expect(plan.outputs.ebsCsiDriver).toBe(true);
+  });
+
+  it("turns on the VPC CNI's prefix delegation and sets the nodes' max pods from it, capped by nodeMaxPods", async () => {
+    const cluster = one(plan, "eks:index:Cluster").inputs;
+    expect(cluster.vpcCniOptions).toMatchObject({ enablePrefixDelegation: true, warmPrefixTarget: 1 });
+    const nodes = one(plan, "eks:index:ManagedNodeGroup").inputs;
+    const maxPods = readStackConfig("cluster").values["cluster:nodeMaxPods"] as number;
+    expect(nodes.nodeadmExtraOptions).toEqual([
+      { contentType: "application/node.eks.aws", content: nodeConfig(maxPods) },
+    ]);
+    // nodeadm's variables for a t4g.medium: 3 interfaces of 6 addresses; a prefix per address slot.
+    const evaluate = (expr: string, enis: number, ips: number) => {
+      const [cond, then, otherwise] = expr.split(/ \? | : /);
+      const value = (e: string) =>
+        Function("default_enis", "ips_per_eni", `return ${e}`)(enis, ips) as number;
+      return value(cond!) ? value(then!) : value(otherwise!);
+    };
+    expect(evaluate(maxPodsExpression(40), 3, 6)).toBe(40);
+    expect(evaluate(maxPodsExpression(110), 3, 6)).toBe(110);
+    expect(evaluate(maxPodsExpression(110), 2, 2)).toBe(34);
+    const other = await planProject("cluster", { "cluster:nodeMaxPods": 64 });
+    expect(one(other, "eks:index:ManagedNodeGroup").inputs.nodeadmExtraOptions).toEqual([
+      { contentType: "application/node.eks.aws", content: nodeConfig(64) },
+    ]);
+  });
+
+  it("tags the private subnets for burst nodes and gives them the node role's instance profile", () => {
+    const vpc = one(plan, "awsx:ec2:Vpc").inputs;
+    const specs = vpc.subnetSpecs as { type: string; tags: Record<string, string> }[];
+    expect(specs.find((s) => s.type === "Private")?.tags["karpenter.sh/discovery"]).toBe("platform-example");
+    expect(specs.find((s) => s.type === "Public")?.tags["karpenter.sh/discovery"]).toBeUndefined();
+    const profile = one(plan, "aws:iam/instanceProfile:InstanceProfile");
+    expect(String(profile.inputs.role)).toMatch(/^platform-nodes-[0-9a-f]{7}$/);
+    expect(plan.outputs.burstNodeInstanceProfile).toBe(profile.inputs.name);
+    expect(plan.outputs.nodeArchitecture).toBe("arm64");
+    expect(plan.outputs.nodeInstanceFamilies).toEqual(["t4g"]);
   });
 
   it("runs the EBS CSI driver, when asked, as a pinned EKS add-on once the nodes are up, as a role only its controller's ServiceAccount assumes", () => {
@@ -188,11 +227,15 @@ describe("cluster project", () => {
   it("exports the contract cluster-setup reads, with the kubeconfig secret", () => {
     expect(Object.keys(plan.outputs).sort()).toEqual(
       [
+        "burstNodeInstanceProfile",
         "clusterName",
         "controlPlaneLogGroupName",
         "ebsCsiDriver",
         "kubeconfig",
+        "nodeArchitecture",
         "nodeAutoScalingGroupNames",
+        "nodeInstanceFamilies",
+        "nodeMaxPods",
         "nodeRoleArn",
         "nodeSecurityGroupId",
         "oidcProviderArn",

@@ -3,13 +3,16 @@
 // upstream files become the validation data committed in generated/schemas (prose stripped), and the typed
 // resources are generated from that data, so a clone without the upstream files can still regenerate and
 // check the types.
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { compile } from "json-schema-to-typescript";
 import YAML from "yaml";
 import {
   readCrdFile,
   readJsonSchema,
+  readValidationData,
   serializeValidationData,
   toJsonSchema,
   withoutDescriptions,
@@ -23,6 +26,7 @@ import {
   kargoBuiltinSteps,
   kargoStepSchemaDir,
   kargoSubscriptionSchemas,
+  karpenterModule,
   pinned,
   type CrdSource,
 } from "./sources";
@@ -46,16 +50,58 @@ async function typeOf(schema: SchemaNode, name: string): Promise<string> {
   return ts.trim();
 }
 
+/** Where `go mod download` leaves {@link karpenterModule}'s zip (GOMODCACHE, else GOPATH's, else ~/go's). */
+export function moduleZip(env: NodeJS.ProcessEnv = process.env): string {
+  const cache =
+    env.GOMODCACHE ||
+    path.join(env.GOPATH?.split(path.delimiter)[0] || path.join(os.homedir(), "go"), "pkg", "mod");
+  return path.join(cache, "cache", "download", karpenterModule.path, "@v", `${karpenterModule.version}.zip`);
+}
+
+/**
+ * An upstream file's text: from the CRDs folder, else (for Karpenter's) from the module zip, else undefined
+ * (the committed data then stands for it).
+ */
+export function upstreamText(
+  crdsDir: string,
+  source: { file: string; moduleFile?: string },
+  zip = moduleZip(),
+): string | undefined {
+  const inDir = path.join(crdsDir, source.file);
+  if (fs.existsSync(inDir)) return fs.readFileSync(inDir, "utf8");
+  if (!source.moduleFile || !fs.existsSync(zip)) return undefined;
+  const entry = `${karpenterModule.path}@${karpenterModule.version}/${source.moduleFile}`;
+  return execFileSync("unzip", ["-p", zip, entry], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+}
+
+/** A file neither the CRDs folder, the module zip nor the committed data has. */
+const missing = (file: string) =>
+  new Error(
+    `no ${file} in the CRDs folder, no ${karpenterModule.path}@${karpenterModule.version} zip in the Go module cache ` +
+      "(`go mod download` it), and nothing committed for it in lib/crds/generated/schemas",
+  );
+
 /**
  * Reads every upstream file validation and the types need, without prose: the CRDs' served versions, Kargo's
  * step and subscription schemas, the charts' default values (and the Kargo chart's `## @param`-only paths).
+ * Karpenter's files may come from its module zip, or, absent both, from `committed`.
  */
-export function extractValidationData(crdsDir: string): ValidationData {
+export function extractValidationData(
+  crdsDir: string,
+  committed: ValidationData = readValidationData(),
+  zip = moduleZip(),
+): ValidationData {
   const stepDir = path.join(crdsDir, kargoStepSchemaDir.dir);
+  const crd = (s: CrdSource) => {
+    if (!s.moduleFile) return withoutDescriptions(readCrdFile(path.join(crdsDir, s.file)));
+    const text = upstreamText(crdsDir, s, zip);
+    if (text !== undefined) return withoutDescriptions(readCrdFile(s.file, text));
+    const kept = committed.crds[s.file];
+    if (!kept) throw missing(s.file);
+    return kept;
+  };
   return {
-    crds: Object.fromEntries(
-      crdSources.map((s) => [s.file, withoutDescriptions(readCrdFile(path.join(crdsDir, s.file)))]),
-    ),
+    crds: Object.fromEntries(crdSources.map((s) => [s.file, crd(s)])),
     steps: Object.fromEntries([
       ["argocd-common", readJsonSchema(path.join(stepDir, "argocd-common.json"))],
       ...kargoBuiltinSteps.map((step) => [step, readJsonSchema(path.join(stepDir, `${step}-config.json`))]),
@@ -68,7 +114,12 @@ export function extractValidationData(crdsDir: string): ValidationData {
     ),
     charts: Object.fromEntries(
       chartValuesSources.map((source) => {
-        const text = fs.readFileSync(path.join(crdsDir, source.file), "utf8");
+        const text = upstreamText(crdsDir, source, zip);
+        if (text === undefined) {
+          const kept = committed.charts[source.chart];
+          if (!kept) throw missing(source.file);
+          return [source.chart, kept];
+        }
         const documented = [...text.matchAll(/## @param ([\w.]+)/g)].map((m) => m[1]!);
         return [source.chart, { defaults: YAML.parse(text) ?? {}, documented: [...new Set(documented)] }];
       }),
@@ -225,7 +276,7 @@ export async function fetchUpstream(into: string, fetchUrl: typeof fetch = fetch
 /** The typed-resource modules generated from validation data: file name → source text. */
 export async function generateTypes(data: ValidationData): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
-  for (const module of ["kargo", "pko", "argocd", "rollouts"] as const) {
+  for (const module of ["kargo", "pko", "argocd", "rollouts", "karpenter"] as const) {
     files[`${module}.ts`] = await generateModule(module, data);
   }
   files["kargo-steps.ts"] = await generateKargoSteps(data);

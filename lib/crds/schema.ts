@@ -15,9 +15,9 @@ export interface CrdVersion {
 }
 
 /** Reads every CustomResourceDefinition in a (multi-document) YAML file, one entry per served version. */
-export function readCrdFile(file: string): CrdVersion[] {
+export function readCrdFile(file: string, text = fs.readFileSync(file, "utf8")): CrdVersion[] {
   const found: CrdVersion[] = [];
-  for (const doc of YAML.parseAllDocuments(fs.readFileSync(file, "utf8"))) {
+  for (const doc of YAML.parseAllDocuments(text)) {
     const crd = doc.toJS() as {
       kind?: string;
       spec?: {

@@ -15,13 +15,24 @@ export const pinned = {
   argoCdChart: "argo-cd-10.1.1",
   argoRolloutsChart: "argo-rollouts-2.41.0",
   certManager: "v1.21.1",
+  karpenter: "v1.15.1",
 } as const;
+
+/**
+ * Karpenter's CRDs and chart values also come in its Go module, which the module proxy serves
+ * (`go mod download github.com/aws/karpenter-provider-aws@v1.15.1` leaves the .zip in the module cache even
+ * though it reports an error about the go version the module needs; nothing is built). A file missing from
+ * the CRDs folder is read from that zip; without either, the committed schemas stand.
+ */
+export const karpenterModule = { path: "github.com/aws/karpenter-provider-aws", version: pinned.karpenter };
 
 export interface CrdSource {
   /** Module under lib/crds/generated the kinds go to. */
-  module: "kargo" | "pko" | "argocd" | "rollouts";
+  module: "kargo" | "pko" | "argocd" | "rollouts" | "karpenter";
   file: string;
   url: string;
+  /** The same file inside {@link karpenterModule}'s zip, when the CRDs folder lacks it. */
+  moduleFile?: string;
   /** Kinds and versions to generate typed resources for; every served version is validated. */
   generate: { kind: string; version: string }[];
 }
@@ -32,6 +43,17 @@ const kargoCrd = (plural: string, kind: string | undefined): CrdSource => ({
   url: raw("akuity/kargo", pinned.kargo, `charts/kargo/resources/crds/kargo.akuity.io_${plural}.yaml`),
   generate: kind ? [{ kind, version: "v1alpha1" }] : [],
 });
+
+function karpenterCrd(name: string, kind: string): CrdSource {
+  const file = `pkg/apis/crds/${name}`;
+  return {
+    module: "karpenter",
+    file: `karpenter/${name}`,
+    url: raw("aws/karpenter-provider-aws", pinned.karpenter, file),
+    moduleFile: file,
+    generate: [{ kind, version: "v1" }],
+  };
+}
 
 export const crdSources: CrdSource[] = [
   kargoCrd("projects", "Project"),
@@ -72,6 +94,8 @@ export const crdSources: CrdSource[] = [
     url: raw("argoproj/argo-rollouts", pinned.rollouts, "manifests/crds/analysis-template-crd.yaml"),
     generate: [{ kind: "AnalysisTemplate", version: "v1alpha1" }],
   },
+  karpenterCrd("karpenter.sh_nodepools.yaml", "NodePool"),
+  karpenterCrd("karpenter.k8s.aws_ec2nodeclasses.yaml", "EC2NodeClass"),
 ];
 
 /** Kargo's promotion-step config schemas (the CRDs leave step `config` unchecked). */
@@ -131,6 +155,8 @@ export interface ChartValuesSource {
   chart: string;
   file: string;
   url: string;
+  /** The same file inside {@link karpenterModule}'s zip, when the CRDs folder lacks it. */
+  moduleFile?: string;
 }
 
 export const chartValuesSources: ChartValuesSource[] = [
@@ -153,6 +179,12 @@ export const chartValuesSources: ChartValuesSource[] = [
     chart: "pulumi-kubernetes-operator",
     file: "pko/chart-values.yaml",
     url: raw("pulumi/pulumi-kubernetes-operator", pinned.pko, "deploy/helm/pulumi-operator/values.yaml"),
+  },
+  {
+    chart: "karpenter",
+    file: "karpenter/chart-values.yaml",
+    url: raw("aws/karpenter-provider-aws", pinned.karpenter, "charts/karpenter/values.yaml"),
+    moduleFile: "charts/karpenter/values.yaml",
   },
 ];
 

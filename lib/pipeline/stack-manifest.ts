@@ -112,6 +112,22 @@ export function stackManifest(p: Pipeline, s: ProgramStage) {
   };
 }
 
+/**
+ * The taint of burst nodes (cluster-setup's Karpenter NodePool): only workspaces and verification Jobs
+ * tolerate it, so the platform stays on the base and a burst node empties, and goes, once their work is
+ * done. They are not pinned there: they start on the base when it has room and a pending one brings a node.
+ */
+export const BURST_TAINT = { key: "platform/burst", value: "true", effect: "NoSchedule" } as const;
+/** The label of burst nodes. */
+export const BURST_LABEL = "platform/burst";
+/** What lets a pod onto a burst node. */
+export const burstToleration = {
+  key: BURST_TAINT.key,
+  operator: "Equal",
+  value: BURST_TAINT.value,
+  effect: BURST_TAINT.effect,
+};
+
 /** Where the workspace's Pulumi CLI keeps its state: a pod-lived emptyDir, with only `plugins/` persistent. */
 export const WORKSPACE_PULUMI_HOME = "/pulumi-home";
 
@@ -153,6 +169,7 @@ export function workspacePodTemplate(p: Pipeline, s: ProgramStage) {
       ...(cache
         ? { securityContext: { fsGroup: RESTRICTED_PROFILE_ID, fsGroupChangePolicy: "OnRootMismatch" } }
         : {}),
+      tolerations: [burstToleration],
       containers: [
         {
           name: "pulumi",

@@ -4,6 +4,7 @@
 import type * as rollouts from "../crds/generated/rollouts";
 import { programStages, type ProgramStage } from "./graph";
 import { names } from "./names";
+import { burstToleration } from "./stack-manifest";
 import { isProtected, type Pipeline } from "./schema";
 
 const seconds = (d: string) =>
@@ -127,6 +128,8 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
           template: {
             spec: {
               restartPolicy: "Never",
+              // On the base when it has room, else on a burst node (stack-manifest.ts BURST_TAINT).
+              tolerations: [burstToleration],
               automountServiceAccountToken: false,
               enableServiceLinks: false,
               securityContext: {
