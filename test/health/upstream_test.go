@@ -2,10 +2,12 @@ package health
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -59,5 +61,57 @@ func TestVMLimitsAndMessagesAreArgoCDs(t *testing.T) {
 	got, err := Run(`return {status = "Stalled"}`, anyObject, false)
 	if err != nil || got != (Health{"Unknown", msg[1]}) {
 		t.Errorf("a status Argo CD does not know gives %+v (%v), Argo CD gives Unknown, %q", got, err, msg[1])
+	}
+}
+
+// pkoStackController is PKO's stack_controller.go at lib/crds/sources.ts's pin, from a fetched snapshot (PKO's
+// module is not served); without one the test is skipped, saying so.
+func pkoStackController(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := regexp.MustCompile(`(?m)^\s*pko:\s*"(v\d+\.\d+\.\d+)"`).FindSubmatch(raw)
+	if pin == nil {
+		t.Fatal(`lib/crds/sources.ts: no pinned pko "vX.Y.Z"`)
+	}
+	base := os.Getenv("UPSTREAM_MIRROR_DIR")
+	if base == "" {
+		base = "/work/.mirror"
+	}
+	snapshot := filepath.Join(base, "pulumi+pulumi-kubernetes-operator", "repo")
+	out, err := exec.Command("git", "-C", snapshot, "show", string(pin[1])+":operator/internal/controller/pulumi/stack_controller.go").Output()
+	if err != nil {
+		t.Skipf("NOT CHECKED: no snapshot of pulumi/pulumi-kubernetes-operator %s at %s (the `fetch` tool, or "+
+			"$UPSTREAM_MIRROR_DIR); optional", pin[1], snapshot)
+	}
+	return string(out)
+}
+
+// The model's retry limit and cooldowns are PKO's, read from its source at our pin rather than from the
+// model's own constants.
+func TestPKOModelRetriesAsPKODoes(t *testing.T) {
+	src := pkoStackController(t)
+	m := regexp.MustCompile(`const maxUpdateFailures = (\d+)`).FindStringSubmatch(src)
+	if m == nil {
+		t.Fatal("PKO's stack_controller.go no longer declares maxUpdateFailures as the model reads it: re-read it")
+	}
+	if fmt.Sprint(maxUpdateFailures) != m[1] {
+		t.Errorf("the model gives up after %d failures, PKO after %s", maxUpdateFailures, m[1])
+	}
+	b := regexp.MustCompile(`Duration:\s*(\d+) \* time\.Second,\s*Factor:\s*(\d+),\s*Cap:\s*(\d+) \* time\.Hour`).FindStringSubmatch(src)
+	if b == nil {
+		t.Fatal("PKO's cooldown no longer reads as the model reads it: re-read stack_controller.go cooldown")
+	}
+	first, _ := time.ParseDuration(b[1] + "s")
+	factor, _ := strconv.Atoi(b[2])
+	limit, _ := time.ParseDuration(b[3] + "h")
+	want := first
+	for failures := int64(0); failures < 12; failures++ {
+		if got := Cooldown(failures); got != min(want, limit) {
+			t.Errorf("after %d failures the model waits %v, PKO %v", failures, got, min(want, limit))
+		}
+		want *= time.Duration(factor)
 	}
 }
