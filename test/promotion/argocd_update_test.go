@@ -2,7 +2,10 @@ package promotion
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -169,5 +172,26 @@ func TestArgoCDUpdateWaitsForTheRevisionOfTheMatchingSource(t *testing.T) {
 	}
 	if got := res.HealthCheck["apps"].([]AppRevisions)[0].DesiredRevisions; !reflect.DeepEqual(got, []string{""}) {
 		t.Errorf("desired revisions %q for a differently spelled repoURL", got)
+	}
+}
+
+// The keys the model writes into an Argo CD operation, and whom it names as initiator, are those of Kargo's
+// runner at our pin (read from the module cache, not from the model).
+func TestArgoCDUpdateMarksItsOperationsAsKargoDoes(t *testing.T) {
+	dir, err := kargoModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "pkg", "promotion", "runner", "builtin", "argocd_updater.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ours := range map[string]string{"promotionInfoKey": promotionInfoKey, "applicationOperationInitiator": operationInitiator} {
+		m := regexp.MustCompile(name + `\s*=\s*"([^"]+)"`).FindSubmatch(raw)
+		if m == nil {
+			t.Errorf("Kargo's argocd_updater.go no longer declares %s: re-read it", name)
+		} else if string(m[1]) != ours {
+			t.Errorf("the model writes %q where Kargo's %s is %q", ours, name, m[1])
+		}
 	}
 }
