@@ -8,6 +8,7 @@ import (
 
 	libargocd "github.com/akuity/kargo/pkg/argocd"
 	argocd "github.com/akuity/kargo/pkg/controller/argocd/api/v1alpha1"
+	"github.com/akuity/kargo/pkg/urls"
 	"github.com/akuity/kargo/pkg/x/promotion/runner/builtin"
 )
 
@@ -157,14 +158,42 @@ func processApplication(s *StepContext, apps *Applications, update *builtin.Argo
 		}
 		return phase, nil
 	}
-	for i := range update.Sources {
-		u := &update.Sources[i]
-		if u.UpdateTargetRevision || u.Kustomize != nil || u.Helm != nil {
-			return "", fmt.Errorf("the harness does not change an Application's sources (source %s)", u.RepoURL)
-		}
+	if err := sourcesMatch(update, app); err != nil {
+		return "", fmt.Errorf("error building desired sources for Argo CD Application %q in namespace %q: %w",
+			app.Name, app.Namespace, err)
 	}
 	syncApplication(s, apps, app)
 	return argocd.OperationRunning, nil
+}
+
+// sourcesMatch is the part of buildDesiredSources the harness runs: every source update applies to one of
+// the Application's sources (a chart by repoURL and chart exactly, a git repository by its normalized URL,
+// applyArgoCDSourceUpdate). Changing the sources (updateTargetRevision, kustomize, helm) is refused: the
+// plan does not ask for it, and the stand-in would not apply it.
+func sourcesMatch(update *builtin.ArgoCDAppUpdate, app *argocd.Application) error {
+	sources := app.Spec.Sources
+	if len(sources) == 0 && app.Spec.Source != nil {
+		sources = []argocd.ApplicationSource{*app.Spec.Source}
+	}
+	for i := range update.Sources {
+		u := &update.Sources[i]
+		if u.UpdateTargetRevision || u.Kustomize != nil || u.Helm != nil {
+			return fmt.Errorf("the harness does not change an Application's sources (source %s)", u.RepoURL)
+		}
+		matched := false
+		for _, src := range sources {
+			if src.Chart != "" || u.Chart != "" {
+				matched = matched || (src.RepoURL == u.RepoURL && src.Chart == u.Chart)
+			} else {
+				matched = matched || urls.NormalizeGit(src.RepoURL) == urls.NormalizeGit(u.RepoURL)
+			}
+		}
+		if !matched {
+			return fmt.Errorf("no source of Argo CD Application %q in namespace %q matched update for source with repoURL %s",
+				app.Name, app.Namespace, u.RepoURL)
+		}
+	}
+	return nil
 }
 
 // mustPerformUpdate: whether Kargo starts a sync, and the phase of the operation it waits on otherwise.

@@ -173,6 +173,10 @@ func TestArgoCDUpdateWaitsForTheRevisionOfTheMatchingSource(t *testing.T) {
 	if got := res.HealthCheck["apps"].([]AppRevisions)[0].DesiredRevisions; !reflect.DeepEqual(got, []string{""}) {
 		t.Errorf("desired revisions %q for a differently spelled repoURL", got)
 	}
+	// An update naming a repository the Application does not use errors before anything is synced.
+	if res, err := update("https://github.com/someone-else/other.git"); err == nil || !strings.Contains(err.Error(), "matched update") {
+		t.Errorf("an update of another repository: %s, %v", res.Status, err)
+	}
 }
 
 // The keys the model writes into an Argo CD operation, and whom it names as initiator, are those of Kargo's
