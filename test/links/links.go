@@ -31,7 +31,8 @@ func Context(key string, object any) (map[string]any, error) {
 	return map[string]any{key: m}, nil
 }
 
-// Resolve is the URL of every link shown in ctx, and the evaluation errors Kargo would report beside them.
+// Resolve is the URL of every link shown in ctx, and the evaluation errors Kargo would report beside them
+// (OUR model of akuity/kargo v1.11.2 pkg/deeplinks/deeplinks.go, EvaluateLinks and toContextMap).
 func Resolve(links []Link, ctx map[string]any) (urls []string, errs []error) {
 	funcs := sprig.GenericFuncMap()
 	// Kargo removes these three (they read the host's environment or resolve names).
