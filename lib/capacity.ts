@@ -42,19 +42,20 @@ export interface Allocatable extends Requests {
 }
 
 /**
- * What one node offers pods on EKS with the VPC CNI defaults: max pods = ENIs × (addresses − 1) + 2 (17 for
- * a t4g.medium); the EKS AMI reserves 255 MiB + 11 MiB per pod and 6% of the first core, 1% of the second,
- * 0.5% of the next two and 0.25% of the rest for the kubelet, and evicts below 100 MiB free. The kernel
- * keeps about 6% of the instance's memory, so kubelet capacity is ~94% of it (3850 MiB of a 4 GiB node).
+ * What one node offers pods on EKS with the VPC CNI's prefix delegation: max pods = ENIs × (addresses − 1) ×
+ * 16 + 2, at most `maxPods` (cluster/platformCluster.ts maxPodsExpression); nodeadm reserves 255 MiB + 11
+ * MiB per pod it allows and 6% of the first core, 1% of the second, 0.5% of the next two and 0.25% of the rest
+ * for the kubelet, and evicts below 100 MiB free (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go).
+ * The kernel keeps about 6% of the instance's memory, so kubelet capacity is ~94% of it (3850 MiB of 4 GiB).
  */
-export function allocatable(instanceType: string): Allocatable {
+export function allocatable(instanceType: string, maxPods: number): Allocatable {
   const t = instanceTypes[instanceType];
   if (!t) {
     throw new Error(
       `no capacity figures for instance type "${instanceType}"; add it to instanceTypes in lib/capacity.ts`,
     );
   }
-  const pods = t.enis * (t.ipv4PerEni - 1) + 2;
+  const pods = Math.min(t.enis * (t.ipv4PerEni - 1) * 16 + 2, maxPods);
   const cores = [...Array(t.vcpus).keys()];
   const reservedCpu = cores.reduce((sum, i) => sum + (i === 0 ? 60 : i === 1 ? 10 : i < 4 ? 5 : 2.5), 0);
   const capacityMiB = Math.floor(t.memoryGiB * 1024 * 0.94);
@@ -148,6 +149,8 @@ const charts: Record<string, Component[]> = {
   "pulumi-kubernetes-operator": [
     { name: "pulumi-kubernetes-operator", kind: "Deployment", path: "", replicas: "replicaCount" },
   ],
+  // karpenter 1.15.1 (aws/karpenter-provider-aws charts/karpenter)
+  karpenter: [{ name: "karpenter", kind: "Deployment", path: "controller", replicas: "replicas" }],
   // kargo 1.11.2
   kargo: [
     { name: "kargo-api", kind: "Deployment", path: "api", replicas: "api.replicas", enabled: "api.enabled" },
@@ -279,8 +282,13 @@ function sum(groups: PodGroup[], nodes: number): Allocatable {
 }
 
 /** Whether `groups` fit on `nodes` nodes of `instanceType`, with room for the largest release to roll. */
-export function capacity(groups: PodGroup[], instanceType: string, nodes: number): CapacityReport {
-  const perNode = allocatable(instanceType);
+export function capacity(
+  groups: PodGroup[],
+  instanceType: string,
+  nodes: number,
+  maxPods: number,
+): CapacityReport {
+  const perNode = allocatable(instanceType, maxPods);
   const all = { cpu: perNode.cpu * nodes, memory: perNode.memory * nodes, pods: perNode.pods * nodes };
   const steady = sum(groups, nodes);
   const surges = [...new Set(groups.map((g) => g.owner))].map((owner) => ({
