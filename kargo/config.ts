@@ -68,10 +68,37 @@ export const kargoConfigSchema = z.object({
    * (`github.getIpRanges`), so they are as current as the last `pulumi up`.
    */
   webhookAllowedCidrs: webhookAllowList.optional(),
+  /**
+   * Kargo pushes as this GitHub App (preferred over gitToken: installation tokens last an hour and the App is
+   * a bypass actor of its own). All three keys, or none. Kargo v1.11.2 reads them from its git credentials
+   * Secret (pkg/credentials/github/app.go: githubAppID, githubAppInstallationID, githubAppPrivateKey).
+   */
+  githubAppId: optional(z.number().int().positive("must be the App's numeric ID, from its settings page")),
+  githubAppInstallationId: optional(
+    z.number().int().positive("must be the numeric ID of the App's installation on the repository"),
+  ),
+  githubAppPrivateKey: optional(
+    z
+      .string()
+      .max(10000, "must be at most 10000 characters")
+      .regex(
+        /^-----BEGIN (RSA )?PRIVATE KEY-----[\s\S]+-----END (RSA )?PRIVATE KEY-----\s*$/,
+        "must be the App's PEM private key, as GitHub downloads it: pulumi config set --secret githubAppPrivateKey < key.pem",
+      ),
+  ),
+  /**
+   * Manage the repository's rulesets: main through reviewed pull requests only, stage/* writable by Kargo
+   * alone. Needs githubAdminToken.
+   */
+  githubRulesets: z.boolean().default(false),
+  /** A token that may administer the repository (Administration: write), used only for the rulesets. */
+  githubAdminToken: optional(token("githubAdminToken", "token with Administration: write on the repository")),
 });
 
-// Hostname and zone come together: a zone alone has no name to certify.
+const githubAppKeys = ["githubAppId", "githubAppInstallationId", "githubAppPrivateKey"] as const;
+
 const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
+  // Hostname and zone come together: a zone alone has no name to certify.
   if (c.kargoHostedZoneId && !c.kargoHostname) {
     ctx.addIssue({
       code: "custom",
@@ -79,10 +106,34 @@ const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
       message: "needs kargo:kargoHostname, the name in that zone to give Kargo a certificate for",
     });
   }
+  const appKeys = githubAppKeys.filter((k) => c[k] !== undefined);
+  for (const key of appKeys.length > 0 ? githubAppKeys.filter((k) => c[k] === undefined) : [])
+    ctx.addIssue({
+      code: "custom",
+      path: [key],
+      message: `must be set with ${appKeys.map((k) => `kargo:${k}`).join(" and ")}: a GitHub App needs its ID, its installation's ID and its private key`,
+    });
+  if (c.githubRulesets && !c.githubAdminToken)
+    ctx.addIssue({
+      code: "custom",
+      path: ["githubAdminToken"],
+      message:
+        "must be set when kargo:githubRulesets is true: pulumi config set --secret githubAdminToken <token with Administration: write on the repository>",
+    });
 });
 
 export const loadKargoConfig = () =>
   loadConfig(hostnameWithZone, {
-    secrets: ["gitToken", "gitReadToken", "pulumiReadToken"],
+    secrets: ["gitToken", "gitReadToken", "pulumiReadToken", "githubAppPrivateKey", "githubAdminToken"],
     secretCapable: ["kargoValues"],
   });
+
+export type KargoConfig = ReturnType<typeof loadKargoConfig>;
+
+/** Kargo's GitHub App, when its keys are set (validation makes sure all three are, or none). */
+export const githubApp = (c: KargoConfig) =>
+  c.githubAppId !== undefined &&
+  c.githubAppInstallationId !== undefined &&
+  c.githubAppPrivateKey !== undefined
+    ? { id: c.githubAppId, installationId: c.githubAppInstallationId, privateKey: c.githubAppPrivateKey }
+    : undefined;

@@ -1,4 +1,5 @@
 // `pulumi up` #3: Kargo, and the whole promotion pipeline declared in pipeline.ts.
+import * as path from "node:path";
 import * as aws from "@pulumi/aws";
 import * as github from "@pulumi/github";
 import * as pulumi from "@pulumi/pulumi";
@@ -8,10 +9,11 @@ import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline
 import { approverGroups } from "../lib/pipeline/rbac";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { ConfigError } from "../lib/config";
-import { loadKargoConfig } from "./config";
+import { githubApp, loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
+import { pullRequestChecks, RepositoryRules, type KargoGitIdentity } from "./repositoryRules";
 import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
 import {
   checkedHookRanges,
@@ -105,7 +107,12 @@ export = async () => {
     kargo: install.release,
     argocdNamespace: setup.argocdNamespace,
     argocdProject: setup.argocdProject,
-    git: { username: config.gitUsername, token: config.gitToken, readToken: config.gitReadToken },
+    git: {
+      username: config.gitUsername,
+      token: config.gitToken,
+      readToken: config.gitReadToken,
+      app: githubApp(config),
+    },
     pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
     pluginCacheStorageClass: setup.pluginCacheStorageClass,
   });
@@ -117,6 +124,30 @@ export = async () => {
     pulumi.log.warn(
       "kargo:pulumiReadToken is not set: verification reads Pulumi Cloud with the operator's token",
     );
+
+  // The repository's rules as code: only a reviewed pull request changes main, only Kargo writes stage/*.
+  if (config.githubRulesets) {
+    const app = githubApp(config);
+    const kargoIdentity: KargoGitIdentity = app
+      ? { kind: "app", appId: app.id }
+      : {
+          kind: "user",
+          userId: github.getUserOutput({ username: "" }, { provider: githubProvider }).id.apply(Number),
+        };
+    if (!app)
+      pulumi.log.warn(
+        "kargo:githubRulesets without a GitHub App: the stage branches' one writer is gitToken's user, who may push there by hand too; set kargo:githubAppId, githubAppInstallationId and githubAppPrivateKey to make it Kargo alone",
+      );
+    new RepositoryRules("repository", {
+      repository: repository.name,
+      provider: new github.Provider("github-admin", {
+        owner: repository.owner,
+        token: config.githubAdminToken!,
+      }),
+      kargo: kargoIdentity,
+      requiredChecks: pullRequestChecks(path.join(__dirname, "..", ".github", "workflows")),
+    });
+  }
 
   // Freight in seconds: GitHub tells the Warehouse about each push (polling stays as the fallback).
   const webhookUrl = pulumi.interpolate`https://${install.host}:${WEBHOOKS_LISTENER_PORT}${promotion.webhookPath}`;

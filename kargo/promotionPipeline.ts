@@ -35,7 +35,13 @@ export interface PromotionPipelineArgs {
    * `token` can push (Kargo commits each promotion); `readToken` only reads, for Argo CD and PKO, which never
    * write. Without a read token, they get the push token.
    */
-  git: { username: string; token: pulumi.Input<string>; readToken?: pulumi.Input<string> };
+  git: {
+    username: string;
+    token: pulumi.Input<string>;
+    readToken?: pulumi.Input<string>;
+    /** Kargo pushes as this GitHub App instead of with `token`, when set. */
+    app?: { id: number; installationId: number; privateKey: pulumi.Input<string> };
+  };
   /** The Pulumi Cloud token verification reads updates with (read access is enough). */
   pulumiAccessToken: pulumi.Input<string>;
   /** cluster-setup's StorageClass for the workspaces' plugin caches. */
@@ -79,7 +85,15 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           namespace: ns,
           labels: { "kargo.akuity.io/cred-type": "git" },
         },
-        stringData: { repoURL: p.source.repoURL, username: args.git.username, password: args.git.token },
+        // The keys Kargo v1.11.2 reads a GitHub App from (pkg/credentials/github/app.go), or a token.
+        stringData: args.git.app
+          ? {
+              repoURL: p.source.repoURL,
+              githubAppID: String(args.git.app.id),
+              githubAppInstallationID: String(args.git.app.installationId),
+              githubAppPrivateKey: args.git.app.privateKey,
+            }
+          : { repoURL: p.source.repoURL, username: args.git.username, password: args.git.token },
       },
       inProject,
     );

@@ -16,7 +16,7 @@ export class ConfigError extends pulumi.RunError {
     super(
       `Invalid configuration for project "${project}":\n` +
         problems.map((p) => `  - ${p}`).join("\n") +
-        `\nSee ${project}/Pulumi.yaml for every key, its type and its default.`,
+        `\nSee ${project}/Pulumi.yaml for the keys with a default or that must be set, and ${project}/Pulumi.example.yaml for the optional ones.`,
     );
     this.name = "ConfigError";
   }
@@ -182,7 +182,11 @@ export function loadConfig(
       const where = rest.length > 0 ? `${project}:${key} (at ${rest.join(".")})` : `${project}:${key}`;
       // A key that is not set has no value to find an issue inside of, so its issue is the key's own.
       const missing = key !== undefined && raw[key] === undefined;
-      const message = missing ? `is required; set it with pulumi config set ${key} <value>` : issue.message;
+      // A rule of our own on an unset key (one key needing another) says more than "is required".
+      const message =
+        missing && issue.code !== "custom"
+          ? `is required; set it with pulumi config set ${declaredSecret.has(key) ? "--secret " : ""}${key} <value>`
+          : issue.message;
       problems.push(`${key === undefined ? project : where}: ${message}`);
     }
   }

@@ -1,6 +1,9 @@
 import type * as pulumi from "@pulumi/pulumi";
 
 /** The AWS account every planned ARN lives in. */
+/** The numeric GitHub user ID the plan's GitHub answers with. */
+export const PLAN_GITHUB_USER_ID = "1000001";
+
 export const PLAN_ACCOUNT_ID = "123456789012";
 
 /** The role the plan's `pulumi up` runs as (GetCallerIdentity answers with a session of it). */
@@ -91,6 +94,9 @@ export class PlanMocks implements pulumi.runtime.Mocks {
           hooksIpv4s: GITHUB_HOOKS_IPV4,
           hooksIpv6s: GITHUB_HOOKS_IPV6,
         };
+      case "github:index/getUser:getUser":
+        // With username "" GitHub answers for the token's own user (the provider's github_user data source).
+        return { ...args.inputs, id: PLAN_GITHUB_USER_ID, login: args.inputs.username || "plan-token-user" };
       case "aws:eks/getClusters:getClusters":
         // The plan is of a first deploy: no cluster exists yet.
         return { id: this.region, names: [] };

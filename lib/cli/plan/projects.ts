@@ -74,6 +74,17 @@ export function readStackConfig(project: ProjectName, stackFile?: string): Stack
     values[key] ??= PLACEHOLDER_SECRET;
     secretKeys.add(key);
   }
+  // Like the CLI: a key of the project's namespace declared without a default must be set (pulumi/pulumi
+  // v3.259.0 pkg/workspace/config.go, ValidateStackConfigAndApplyProjectConfig).
+  const missing = Object.keys(projectYaml.config ?? {})
+    .map(qualify)
+    .filter((key) => key.startsWith(`${project}:`) && values[key] === undefined)
+    .sort();
+  if (missing.length > 0)
+    throw new StackFileError(
+      file,
+      `Stack '${stack}' is missing configuration ${missing.map((k) => `'${k}'`).join(", ")}`,
+    );
   return { stack, values, secretKeys: [...secretKeys] };
 }
 
