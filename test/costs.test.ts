@@ -4,7 +4,14 @@
 import * as fs from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { cents, monthlyCost, type CostItem as Item, type PricedResource } from "../lib/cli/plan/costs";
+import { withMoreEnvironments } from "./capacity-support";
+import {
+  burstCost,
+  cents,
+  monthlyCost,
+  type CostItem as Item,
+  type PricedResource,
+} from "../lib/cli/plan/costs";
 import { programStages } from "../lib/pipeline/graph";
 import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -30,6 +37,8 @@ function readmeCostTable(): { rows: Item[]; total: number } {
   const total = rows.find((r) => r.item === "Total");
   return { rows: rows.filter((r) => r !== total), total: total?.monthly ?? NaN };
 }
+
+const pipeline = validatePipeline(definition);
 
 describe("what the platform costs idle", () => {
   let items: Item[];
@@ -71,5 +80,35 @@ describe("what the platform costs idle", () => {
       inputs: { ...c.inputs, spec: { ...c.inputs.spec, storageClassName: "io2" } },
     }));
     expect(monthlyCost([...resources, ...other]).unpriced).toHaveLength(claims.length);
+  });
+
+  it("is the same, at most $195 a month, for the example and for ten more environments", () => {
+    // What the plan prices that depends on the pipeline: a plugin cache claim per program stage, if any.
+    const storageClass = resources.find((r) => r.type === "kubernetes:storage.k8s.io/v1:StorageClass")!;
+    const className = (storageClass.inputs.metadata as { name: string }).name;
+    const claimsOf = (p: typeof pipeline) =>
+      p.stacks.pluginCacheGiB > 0
+        ? programStages(p).map((s) => ({
+            type: "kubernetes:core/v1:PersistentVolumeClaim",
+            name: `${p.project}-${s.name}-plugins`,
+            inputs: pluginCacheClaim(p, s, className),
+          }))
+        : [];
+    const fixed = resources.filter((r) => r.type !== "kubernetes:core/v1:PersistentVolumeClaim");
+    expect(fixed.length + claimsOf(pipeline).length).toBe(resources.length);
+    const example = monthlyCost([...fixed, ...claimsOf(pipeline)]).total;
+    const more = monthlyCost([...fixed, ...claimsOf(withMoreEnvironments(definition, 10))]).total;
+    expect(more).toBe(example);
+    expect(example).toBeLessThanOrEqual(195);
+  });
+
+  it("prices a promotion's burst node by the minute: instance, root volume and the image pulled through NAT", () => {
+    const ten = burstCost("t4g.medium", 10);
+    expect(ten.node).toBeCloseTo((0.0336 * 10) / 60, 10);
+    expect(ten.rootVolume).toBeCloseTo((20 * 0.08 * 10) / (730 * 60), 10);
+    expect(ten.imagePull).toBeCloseTo(0.5 * 0.045, 10);
+    expect(ten.total).toBeCloseTo(ten.node + ten.rootVolume + ten.imagePull, 10);
+    expect(burstCost("t4g.medium", 20).node).toBeCloseTo(2 * ten.node, 10);
+    expect(() => burstCost("m7g.metal", 10)).toThrow(/no hourly price for m7g.metal/);
   });
 });
