@@ -283,8 +283,10 @@ func env(p Promotion, project, alias string, vars map[string]any, state map[stri
 	return env
 }
 
-// Promote runs the Stage's promotion of the Freight. It stops at the first step that errors or fails, as
-// a Promotion does when no step says otherwise, and returns that step's error.
+// Promote runs the Stage's promotion of the Freight. A step that says Running (argocd-update waiting on
+// Argo CD) runs again at the next reconcile, after the Argo CD stand-in acted (runUntilDone). It stops at
+// the first step that errors or fails, as a Promotion does when no step says otherwise, and returns that
+// step's error.
 func (e *Engine) Promote(ctx context.Context, p Promotion) (*Result, error) {
 	if p.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "promotion-")
