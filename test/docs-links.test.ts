@@ -1,16 +1,18 @@
 // The documentation holds together and its commands name what exists: every relative link between README.md,
-// CONTRIBUTING.md and docs/*.md resolves (the file, and its #anchor by GitHub's heading slugs), every
-// `npm run <script>` is a script of package.json, every `pulumi config set` names a key a project's config schema knows
-// (a list set by --path from index 0 up, since Pulumi refuses an index past the stack's own list), and every
-// `pulumi stack output` names an output a project exports; every repository variable the workflows read is
-// documented.
+// CONTRIBUTING.md and docs/*.md resolves (the file, and its #anchor by GitHub's heading slugs); every
+// `npm run <script>` is a script of package.json; every `pulumi config set` names a key a project's config
+// schema knows, a list set by --path from index 0 up (Pulumi refuses an index past the stack's own list);
+// every `pulumi stack output` names an output a project exports; every repository variable the workflows read
+// is documented; every `go test` runs from test/ (the Go module) on a package there; and kargo takes its
+// region from cluster-setup, as the deploy page says.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { clusterConfigSchema } from "../cluster/config";
 import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { kargoConfigSchema } from "../kargo/config";
-import { planChain, repoRoot } from "../lib/cli/plan/projects";
+import { planProgram } from "../lib/cli/plan/harness";
+import { planChain, readStackConfig, repoRoot } from "../lib/cli/plan/projects";
 import { documentationPages } from "../lib/markdown";
 import { planProject } from "./helpers";
 
@@ -173,6 +175,26 @@ describe("the documentation", () => {
     expect([...used].filter((name) => !documented.includes(`\`${name}\``))).toEqual([]);
   });
 
+  it("runs go test from test/, where the Go module is, on packages that exist there", () => {
+    const problems: string[] = [];
+    let commands = 0;
+    for (const page of pages) {
+      const { prose, blocks } = parts(read(page));
+      const spans = [...blocks, ...[...prose.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)];
+      for (const span of spans)
+        for (const m of span.matchAll(/go test ((?:\.\/[\w./-]*\s*)+)/g)) {
+          commands++;
+          if (!/(^|\n|&&|;)\s*cd test\s*(&&|;|\n)/.test(span.slice(0, m.index)))
+            problems.push(`${relative(page)}: \`${m[0].trim()}\` does not start with cd test`);
+          for (const pkg of m[1]!.trim().split(/\s+/))
+            if (!fs.existsSync(path.join(repoRoot, "test", pkg.replace(/\/\.\.\.$/, ""))))
+              problems.push(`${relative(page)}: test/${pkg} does not exist`);
+        }
+    }
+    expect(commands).toBeGreaterThan(0);
+    expect(problems).toEqual([]);
+  });
+
   describe("stack outputs", () => {
     let outputs: Set<string>;
     beforeAll(async () => {
@@ -188,6 +210,32 @@ describe("the documentation", () => {
       expect(named.length).toBeGreaterThan(0);
       expect(named.filter(([, output]) => !outputs.has(output!))).toEqual([]);
     });
+  });
+});
+
+describe("what the deploy page says", () => {
+  it("kargo takes its AWS region from cluster-setup: its stack sets none, and it follows another region", async () => {
+    const [cluster, setup] = await planChain({ project: "cluster-setup" });
+    const config = readStackConfig("kargo");
+    expect(config.values["aws:region"]).toBeUndefined();
+    const elsewhere = setup!.upstream.outputs.region === "eu-west-1" ? "eu-central-1" : "eu-west-1";
+    const kargo = await planProgram({
+      projectDir: path.join(repoRoot, "kargo"),
+      project: "kargo",
+      stack: config.stack,
+      config: config.values,
+      secretKeys: config.secretKeys,
+      upstream: {
+        cluster: cluster!.upstream,
+        "cluster-setup": {
+          ...setup!.upstream,
+          outputs: { ...setup!.upstream.outputs, region: elsewhere, cognitoRegion: elsewhere },
+        },
+      },
+    });
+    const providers = kargo.resources.filter((r) => r.type === "pulumi:providers:aws");
+    expect(providers.length).toBeGreaterThan(0);
+    for (const provider of providers) expect(provider.inputs.region).toBe(elsewhere);
   });
 });
 
