@@ -49,6 +49,7 @@ var sources = map[string]source{
 	"kubernetes/kubernetes":             {module: "k8s.io/kubernetes"},
 	"argoproj/argo-cd":                  {module: "github.com/argoproj/argo-cd/v3", pin: "argocd"},
 	"pulumi/pulumi-kubernetes-operator": {pin: "pko"},
+	"pulumi/pulumi-cloud-sdk":           {module: "github.com/pulumi/pulumi-cloud-sdk/go"},
 }
 
 func manifestPath() string { return filepath.Join(plan.RepoRoot(), "test", "upstream-mirrors.json") }
