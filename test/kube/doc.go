@@ -10,7 +10,9 @@
 // Ours, models, each following the upstream file named beside it:
 //   - reach.go: how Kargo's API server authorizes a signed-in user, the union of the permissions of the
 //     project's ServiceAccounts whose claims match (akuity/kargo v1.11.2 pkg/server/kubernetes/client.go);
-//   - intent.go: which Stages are control-flow Stages, joins (akuity/kargo v1.11.2 api/v1alpha1/stage_types.go).
+//   - intent.go: which Stages are control-flow Stages, joins (akuity/kargo v1.11.2 api/v1alpha1/stage_types.go);
+//   - argocd.go: the tracking annotation Argo CD writes on what it applies (argo-cd v3.4.4
+//     util/argo/resource_tracking.go, controller/state.go), which the Stacks' admission policy reads.
 //
 // corpus.go only generates inputs (each emitted object with one thing made wrong); the API server decides.
 // Every model's upstream files and their sha256 are in test/upstream-mirrors.json (test/internal/upstream).
