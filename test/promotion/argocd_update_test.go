@@ -99,6 +99,33 @@ func TestArgoCDUpdateFollowsTheOperationPhase(t *testing.T) {
 	}
 }
 
+// A sync someone else started (in the Argo CD UI, say) is waited for, not overridden: Kargo starts its own
+// once that one completed.
+func TestArgoCDUpdateWaitsForAnotherSyncToComplete(t *testing.T) {
+	t.Parallel()
+	envs, _ := environmentStages(t)
+	stage := envs[0]
+	app := appOf(t, stage)
+	r := remoteWithStageBranch(t, stage)
+	e, name, res, err := promoteWithArgoCD(t, r, stage, r.A, []argocd.OperationPhase{argocd.OperationSucceeded}, func(a *argocd.Application) {
+		a.Status.OperationState = &argocd.OperationState{
+			Operation: argocd.Operation{InitiatedBy: argocd.OperationInitiator{Username: "bob@example.com"}, Sync: &argocd.SyncOperation{}},
+			Phase:     argocd.OperationRunning,
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Step("argocd-update").Statuses, []string{StatusRunning, StatusRunning, StatusSucceeded}; !slices.Equal(got, want) {
+		t.Errorf("argocd-update ran %v, want %v: wait for bob's sync, then start and wait for its own", got, want)
+	}
+	live, _ := e.Applications()
+	state := live.Get(app.Namespace, app.Name).Status.OperationState
+	if state.Operation.InitiatedBy.Username != "alice@example.com" || state.Operation.Info[1].Value != name {
+		t.Errorf("the last sync was %+v, want the Promotion's own", state.Operation)
+	}
+}
+
 // Kargo mutates only an Application whose kargo.akuity.io/authorized-stage annotation names the Stage as
 // <project>:<stage>; any other is skipped, which leaves the update by name with nothing to update.
 func TestArgoCDUpdateNeedsTheStagesAuthorization(t *testing.T) {
