@@ -84,7 +84,7 @@ describe("what each approver group can do through Kargo's API", () => {
   // user's accounts: a group that approves destructive changes and also a gate can approve Freight for that
   // gate too (Freight that did not pass the gate's upstream stages). Never for a stage it cannot promote
   // into, never for a preview stage, and never around another group's gate (e.g. qapreview past both QA
-  // gates); the README states what that gate approval reaches.
+  // gates); docs/security-and-approvals.md states what that gate approval reaches.
   it("lets a group approve Freight only for its environments' update stages, and its own gates if it has any of those", () => {
     for (const group of groups) {
       const { updates, gates } = stagesOf(group);

@@ -111,7 +111,7 @@ describe("cluster project", () => {
     expect(preview.accessPolicies.AmazonEKSAdminViewPolicy!.accessScope).toEqual({ type: "cluster" });
     expect(preview.kubernetesGroups).toBeUndefined();
     // So nothing a pull request runs before a reviewer approves may hold it: the workflows ask for it only in
-    // the preview environment (test/docs-and-ci.test.ts pins the trust policy the README gives the role).
+    // the preview environment (test/docs-and-ci.test.ts pins the trust policy docs/deploy.md gives the role).
     const previewWorkflow = YAML.parse(
       fs.readFileSync(path.join(repoRoot, ".github/workflows/preview.yml"), "utf8"),
     );

@@ -1,4 +1,4 @@
-// A fork, made as the README's "Make it yours" says, in a copy of this repository: other identity, an
+// A fork, made as docs/make-it-yours.md says, in a copy of this repository: other identity, an
 // environment added behind a gate of its own (its stack config in every program's folder), one removed. Its
 // plan holds nothing of this repository's identity and the pipeline's tests pass there. And a fork that adds
 // a program of its own gets its stages, Stack manifests, stacks and Warehouse path.
@@ -161,7 +161,7 @@ describe("a fork", () => {
     // The repository as a fresh clone has it, sharing node_modules.
     await copyOfRepository(copy);
 
-    // The README's steps: the pipeline, the new environment's stack config in every program's folder (a
+    // docs/make-it-yours.md's steps: the pipeline, the new environment's stack config in every program's folder (a
     // copy of another environment's), its approver group in cluster-setup.
     fs.writeFileSync(path.join(copy, "kargo/pipeline.ts"), pipelineSource(forked));
     const template = Object.keys(forked.environments)[0]!;

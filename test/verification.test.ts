@@ -158,7 +158,7 @@ it("hands each Job the stage's stack and the pipeline's settings in its env, and
   for (const m of metrics()) expect(jobOf(m).template.spec!.enableServiceLinks).toBe(false);
 });
 
-it("labels every Job, and keeps it and its log a day after it ends, as the README's troubleshooting says", () => {
+it("labels every Job, and keeps it and its log a day after it ends, as docs/troubleshooting.md says", () => {
   for (const m of metrics()) {
     expect(m.provider.job!.metadata).toEqual({ labels: { "app.kubernetes.io/name": "pulumi-verification" } });
     expect(jobOf(m).ttlSecondsAfterFinished).toBe(24 * 60 * 60);

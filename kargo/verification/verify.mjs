@@ -48,6 +48,12 @@ const stackName = config.stack.join("/");
 class NotFound extends Error {}
 
 /**
+ * Pulumi Cloud's own 404 (JSON with code 404) for the stack or its latest version: the stack does not exist
+ * until PKO's first run creates it, and has no version before its first update. Not an error: wait.
+ */
+class NotYet extends Error {}
+
+/**
  * One page of a Pulumi Cloud list: its `updates`, or an error for anything else. A body that is not JSON
  * (a portal's or a proxy's page) or JSON without an `updates` list is an error, never an empty list.
  */
@@ -61,6 +67,15 @@ async function list(path, { missingIsEmpty = false } = {}) {
   });
   const text = await response.text();
   if (missingIsEmpty && response.status === 404) throw new NotFound();
+  if (response.status === 404) {
+    let answer;
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      // Not Pulumi Cloud's answer (a proxy's or a wrong URL's page): an error like any other.
+    }
+    if (answer?.code === 404) throw new NotYet(`${path}: HTTP 404, ${answer.message ?? "not found"}`);
+  }
   if (!response.ok) throw new Error(`HTTP ${response.status} from ${path}`);
   let body;
   try {
@@ -150,19 +165,28 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const deadline = Date.now() + config.timeout;
 let errors = 0;
 let lastError = "";
+let notYet = "";
 for (;;) {
   let result;
   try {
     result = await look();
     errors = 0;
+    notYet = "";
   } catch (error) {
-    errors++;
-    const cause = error.cause?.code ?? error.cause?.message;
-    const message = `${error.message}${cause ? ` (${cause})` : ""}`;
-    lastError = message;
-    process.stderr.write(`error ${errors} in a row: ${message}\n`);
-    if (errors > config.errorLimit)
-      fail(`Pulumi Cloud (${config.api}) gave no usable answer ${errors} times in a row; last: ${message}`);
+    if (error instanceof NotYet) {
+      // An answer, so no error in a row; said at the timeout if it is still the answer then.
+      errors = 0;
+      notYet = error.message;
+      process.stderr.write(`not there yet: ${notYet}\n`);
+    } else {
+      errors++;
+      const cause = error.cause?.code ?? error.cause?.message;
+      const message = `${error.message}${cause ? ` (${cause})` : ""}`;
+      lastError = message;
+      process.stderr.write(`error ${errors} in a row: ${message}\n`);
+      if (errors > config.errorLimit)
+        fail(`Pulumi Cloud (${config.api}) gave no usable answer ${errors} times in a row; last: ${message}`);
+    }
   }
   if (result) {
     if (result.ok) {
@@ -182,7 +206,9 @@ for (;;) {
     fail(
       errors
         ? `${notFound}; Pulumi Cloud (${config.api}) gave no usable answer the last ${errors} time(s); last: ${lastError}`
-        : notFound,
+        : notYet
+          ? `${notFound}; Pulumi Cloud still answers ${notYet} (has the stack been created, and may the token read it?)`
+          : notFound,
     );
   }
   await sleep(config.interval);

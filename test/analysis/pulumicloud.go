@@ -13,32 +13,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pulumi/pulumi-cloud-sdk/go/apitype"
 )
 
-// updateInfo is one operation as Pulumi Cloud records it: pulumi/pulumi sdk/go/common/apitype/history.go,
-// UpdateInfo. No omitempty on environment or config, so a null `environment` does arrive.
-type updateInfo struct {
-	Kind            string            `json:"kind"`
-	StartTime       int64             `json:"startTime"`
-	Message         string            `json:"message"`
-	Environment     map[string]string `json:"environment"`
-	Config          map[string]any    `json:"config"`
-	Result          string            `json:"result"`
-	EndTime         int64             `json:"endTime"`
-	Version         int               `json:"version"`
-	ResourceChanges map[string]int    `json:"resourceChanges,omitempty"`
-	ResourceCount   int               `json:"resourceCount,omitempty"`
-}
-
-// preview is one entry of the previews list, in the service format: the UpdateInfo under `info`, beside the
-// preview's own updateID (apitype/history.go, StackPreview; the REST API docs' List Previews example).
-type preview struct {
-	Info          *updateInfo       `json:"info"`
-	UpdateID      string            `json:"updateID"`
-	Version       int               `json:"version"`
-	LatestVersion int               `json:"latestVersion"`
-	RequestedBy   map[string]string `json:"requestedBy"`
-}
+// updateInfo is one operation as Pulumi Cloud records it, and preview one entry of a previews list (the
+// operation under `info`, beside the preview's own updateID): Pulumi Cloud's official types, generated from
+// its API specification (github.com/pulumi/pulumi-cloud-sdk/go apitype: AppUpdateInfo, UpdateInfo and the
+// previews' GetStackUpdatesResponse). Neither environment nor config is omitempty: a null one does arrive.
+type (
+	updateInfo = apitype.AppUpdateInfo
+	preview    = apitype.UpdateInfo
+)
 
 // answer is what the stand-in serves on one request: a status and a body, after an optional delay.
 type answer struct {
@@ -211,7 +197,7 @@ func (c *cloud) answer(r *http.Request) answer {
 				list[i], list[j] = list[j], list[i]
 			}
 		}
-		return jsonAnswer(map[string]any{"updates": page(list, q), "itemsPerPage": len(list), "total": len(list)})
+		return jsonAnswer(apitype.GetStackUpdatesResponse{Updates: page(list, q), ItemsPerPage: len(list), Total: len(list)})
 	}
 	if strings.HasSuffix(r.URL.Path, "/updates") {
 		return jsonAnswer(map[string]any{"updates": page(st.updates, q)})

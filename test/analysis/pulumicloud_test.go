@@ -32,8 +32,8 @@ func TestStandIn(t *testing.T) {
 		for _, raw := range body.Updates {
 			var u updateInfo
 			var p preview
-			if json.Unmarshal(raw, &p) == nil && p.Info != nil {
-				u = *p.Info
+			if json.Unmarshal(raw, &p) == nil && p.Info.StartTime != 0 {
+				u = p.Info
 			} else {
 				_ = json.Unmarshal(raw, &u)
 			}

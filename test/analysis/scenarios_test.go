@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"infra-change-platform/test/internal/plan"
+
+	"github.com/pulumi/pulumi-cloud-sdk/go/apitype"
 )
 
 const (
@@ -41,16 +43,16 @@ func op(head string, result string, start int64, changes map[string]int) updateI
 		end = 0
 	}
 	return updateInfo{
-		Kind: "update", StartTime: start, Environment: env, Result: result, EndTime: end,
-		Config:          map[string]any{"aws:region": map[string]any{"string": "us-west-2", "secret": false, "object": false}},
+		Kind: apitype.AppUpdateKindUpdate, StartTime: start, Environment: env, Result: apitype.AppUpdateResult(result), EndTime: end,
+		Config:          map[string]apitype.AppConfigValue{"aws:region": {String: "us-west-2"}},
 		ResourceChanges: changes,
 	}
 }
 
 func asPreview(u updateInfo) preview {
 	u.Version = 0
-	return preview{Info: &u, UpdateID: "b9f5c7e2-1a2b-4c3d-9e8f-0a1b2c3d4e5f", LatestVersion: 7,
-		RequestedBy: map[string]string{"name": "pko", "githubLogin": "pko", "avatarUrl": ""}}
+	return preview{Info: u, UpdateID: "b9f5c7e2-1a2b-4c3d-9e8f-0a1b2c3d4e5f", LatestVersion: 7,
+		RequestedBy: apitype.UserInfo{Name: "pko", GitHubLogin: "pko"}}
 }
 
 // scenario: what Pulumi Cloud holds (or answers), and the phase Rollouts must reach.
@@ -100,6 +102,8 @@ const (
 	notFound = `^no (finished|succeeded) (preview|update) of ` + commit + ` on \S+ within \d+[smh]( to count its (deletes|replaces) in)?$`
 	noAnswer = `^Pulumi Cloud \(.*\) gave no usable answer 7 times in a row; last: `
 	// The timeout came while Pulumi Cloud was failing to answer, fewer than 7 times in a row.
+	// The stack (or its latest version) was still missing at the timeout.
+	stillMissing    = `^no (finished|succeeded) (preview|update) of ` + commit + ` on \S+ within \d+[smh][^;]*; Pulumi Cloud still answers .*HTTP 404, Stack .* not found \(has the stack been created`
 	erringAtTimeout = `^no (finished|succeeded) (preview|update) of ` + commit + ` on \S+ within \d+[smh][^;]*; Pulumi Cloud \(.*\) gave no usable answer the last [1-6] time\(s\); last: `
 )
 
@@ -110,7 +114,9 @@ func scenarios(kind string) []scenario {
 	deletes := map[string]int{"delete": 2, "same": 3}
 	replaces := map[string]int{"replace": 1, "update": 1}
 	return []scenario{
-		same(scenario{name: "succeeded for the commit", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"same": 4}))}, successful),
+		// The stack has no update before this operation: a preview runs against version 0, which is `latest`
+		// until the first update, so latest/previews lists it; the history holds only this update.
+		same(scenario{name: "succeeded for the commit, on a stack never updated before", setup: ops(kind, op(commit, "succeeded", t0, map[string]int{"same": 4}))}, successful),
 		same(scenario{name: "failed for the commit", metric: "operation", why: `^the (preview|update) of 4f1c2b9e8d7a on \S+ failed$`, setup: ops(kind, op(commit, "failed", t0, nil))}, failed),
 		same(scenario{name: "still running for the commit", why: notFound, setup: ops(kind, op(commit, "in-progress", t0, nil))}, failed),
 		same(scenario{name: "not started", why: notFound, setup: ops(kind, op(commit, "not-started", t0, nil))}, failed),
@@ -175,7 +181,20 @@ func scenarios(kind string) []scenario {
 			setup: raw(http.StatusOK, `{"updates":{"result":"succeeded"}}`)}, failed),
 		same(scenario{name: "no updates key", why: noAnswer, setup: raw(http.StatusOK, `{}`)}, failed),
 		same(scenario{name: "401: the token is refused", why: noAnswer + `HTTP 401 `, setup: func(c *cloud) { c.token = "another" }}, failed),
-		same(scenario{name: "404", why: noAnswer + `HTTP 404 `, setup: raw(http.StatusNotFound, `{"code":404,"message":"Not Found"}`)}, failed),
+		// Pulumi Cloud's own 404 is an answer: the stack does not exist before PKO's first run creates it (nor a
+		// version before its first update). Wait for it, and say so at the timeout; anyone else's 404 is an error.
+		same(scenario{name: "404 from Pulumi Cloud until the timeout", why: stillMissing,
+			setup: raw(http.StatusNotFound, `{"code":404,"message":"Stack 'your-org/infra/dev' not found"}`)}, failed),
+		same(scenario{name: "404 from Pulumi Cloud, more times than the error limit, then the answer", setup: func(c *cloud) {
+			ops(kind, op(commit, "succeeded", t0, nil))(c)
+			c.override = func(r *http.Request) *answer {
+				if len(c.Requests()) <= 12 {
+					return &answer{status: http.StatusNotFound, body: []byte(`{"code":404,"message":"Stack 'your-org/infra/dev' not found"}`)}
+				}
+				return nil
+			}
+		}}, successful),
+		same(scenario{name: "404 page not from Pulumi Cloud", why: noAnswer + `HTTP 404 `, setup: raw(http.StatusNotFound, `<html>Not Found</html>`)}, failed),
 		same(scenario{name: "500", why: noAnswer + `HTTP 500 `, setup: raw(http.StatusInternalServerError, `{"code":500,"message":"Internal Server Error"}`)}, failed),
 		same(scenario{name: "500, then the answer", setup: func(c *cloud) {
 			ops(kind, op(commit, "succeeded", t0, nil))(c)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"infra-change-platform/test/internal/plan"
+
+	"github.com/pulumi/pulumi-cloud-sdk/go/apitype"
 )
 
 // realisticOp is an operation as PKO's workspace records it: the environment the automation API sets and
@@ -22,7 +24,7 @@ func realisticOp(head string, i int) updateInfo {
 		"pulumi.version": "v3.270.0", "pulumi.os": "linux", "pulumi.arch": "amd64",
 	}
 	for k := range 8 {
-		u.Config[fmt.Sprintf("infra-program:setting%d", k)] = map[string]any{"string": "a-typical-value", "secret": false, "object": false}
+		u.Config[fmt.Sprintf("infra-program:setting%d", k)] = apitype.AppConfigValue{String: "a-typical-value"}
 	}
 	u.ResourceCount = 41
 	return u
