@@ -22,7 +22,7 @@ describe("cluster-setup project", () => {
     [cluster, plan] = (await planChain({ project: "cluster-setup" })) as [ProgramPlan, ProgramPlan];
   });
 
-  it("installs the four add-ons from pinned charts at the versions we pin", () => {
+  it("installs the five add-ons from pinned charts at the versions we pin", () => {
     const releases = Object.fromEntries(
       ofType(plan, "kubernetes:helm.sh/v3:Release").map((r) => [
         r.name,
@@ -46,6 +46,7 @@ describe("cluster-setup project", () => {
         version: "2.9.0",
         repo: undefined,
       },
+      karpenter: { chart: "oci://public.ecr.aws/karpenter/karpenter", version: "1.15.1", repo: undefined },
     });
   });
 
