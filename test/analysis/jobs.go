@@ -146,7 +146,28 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 	// One pod after another, as the kube Job controller runs them with restartPolicy Never: the deadline
 	// bounds them all, a failed pod the policy does not ignore counts, and more than backoffLimit fail the Job.
 	failed := int32(0)
-	for {
+	fates := podFates(job)
+	for attempt := 0; ; attempt++ {
+		if attempt < len(fates) {
+			// This pod is disrupted before it reaches a verdict: not run, it failed as the kubelet reports it.
+			f := fates[attempt]
+			record.Stderr += fmt.Sprintf("pod %d: %s (exit %d)\n", attempt+1, f.name, f.exit)
+			action, counts := matchPodFailure(job.Spec.PodFailurePolicy, pod.Containers[0].Name, f.exit, f.conditions)
+			if action == batchv1.PodFailurePolicyActionFailJob {
+				record.Condition, record.Reason = batchv1.JobFailed, batchv1.JobReasonPodFailurePolicy
+				c.finish(job, record)
+				return
+			}
+			if counts {
+				failed++
+			}
+			if failed > *job.Spec.BackoffLimit {
+				record.Condition, record.Reason = batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded
+				c.finish(job, record)
+				return
+			}
+			continue
+		}
 		began := time.Now()
 		exit, stderr, ran := c.exec(ctx, command, env, deadline)
 		deadline -= time.Since(began)
@@ -159,7 +180,7 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 		case errors.Is(exit, context.DeadlineExceeded) || deadline <= 0:
 			record.Condition, record.Reason = batchv1.JobFailed, "DeadlineExceeded"
 		default:
-			action, counts := matchExitCode(job.Spec.PodFailurePolicy, pod.Containers[0].Name, exitCode(exit))
+			action, counts := matchPodFailure(job.Spec.PodFailurePolicy, pod.Containers[0].Name, exitCode(exit), nil)
 			if action == batchv1.PodFailurePolicyActionFailJob {
 				record.Condition, record.Reason = batchv1.JobFailed, batchv1.JobReasonPodFailurePolicy
 				break
@@ -190,27 +211,59 @@ func exitCode(err error) int32 {
 	return int32(exit.ExitCode())
 }
 
-// matchExitCode is the exit-code half of the kube Job controller's pod failure policy (kubernetes v1.34.3
+// matchPodFailure is the kube Job controller's pod failure policy (kubernetes v1.34.3
 // pkg/controller/job/pod_failure_policy.go, matchPodFailurePolicy, which is unexported and so not callable
-// from here): the first rule whose onExitCodes matches the failed container decides; Ignore does not count
-// the pod, FailJob fails the Job, Count or no matching rule counts it. onPodConditions rules never match here:
-// the stand-in's pods are never disrupted (no DisruptionTarget condition).
-func matchExitCode(policy *batchv1.PodFailurePolicy, container string, code int32) (batchv1.PodFailurePolicyAction, bool) {
-	if policy == nil || code == 0 {
+// from here): the first rule that matches the failed pod decides, by the failed container's exit code
+// (onExitCodes) or by a condition the pod carries with status True (onPodConditions); Ignore does not count
+// the pod, FailJob fails the Job, Count or no matching rule counts it.
+func matchPodFailure(policy *batchv1.PodFailurePolicy, container string, code int32, conditions []corev1.PodConditionType) (batchv1.PodFailurePolicyAction, bool) {
+	if policy == nil || (code == 0 && len(conditions) == 0) {
 		return "", true
 	}
 	for _, rule := range policy.Rules {
-		r := rule.OnExitCodes
-		if r == nil || (r.ContainerName != nil && *r.ContainerName != container) {
-			continue
+		if r := rule.OnExitCodes; r != nil {
+			if r.ContainerName != nil && *r.ContainerName != container {
+				continue
+			}
+			if (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) != slices.Contains(r.Values, code) {
+				continue
+			}
+			return rule.Action, rule.Action != batchv1.PodFailurePolicyActionIgnore
 		}
-		in := slices.Contains(r.Values, code)
-		if (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) != in {
-			continue
+		for _, pattern := range rule.OnPodConditions {
+			if pattern.Status == corev1.ConditionTrue && slices.Contains(conditions, pattern.Type) {
+				return rule.Action, rule.Action != batchv1.PodFailurePolicyActionIgnore
+			}
 		}
-		return rule.Action, rule.Action != batchv1.PodFailurePolicyActionIgnore
 	}
 	return "", true
+}
+
+// podFate is what ends one of a Job's pods before it reaches a verdict, as the kubelet reports it.
+type podFate struct {
+	name       string
+	exit       int32
+	conditions []corev1.PodConditionType
+}
+
+// fates a test can give a Job's pods, in order, with the annotation podFatesAnnotation ("evicted,oom-killed"):
+// an eviction or drain (SIGTERM, and the DisruptionTarget condition the eviction API adds: kubernetes v1.34.3
+// pkg/registry/core/pod/storage/eviction.go), or the kernel's OOM killer (SIGKILL, no condition).
+var fates = map[string]podFate{
+	"evicted":    {"evicted", 128 + int32(syscall.SIGTERM), []corev1.PodConditionType{corev1.DisruptionTarget}},
+	"oom-killed": {"OOM-killed", 128 + int32(syscall.SIGKILL), nil},
+}
+
+const podFatesAnnotation = "stand-in.test/pod-fates"
+
+func podFates(job *batchv1.Job) []podFate {
+	var out []podFate
+	for _, name := range strings.Split(job.Annotations[podFatesAnnotation], ",") {
+		if f, ok := fates[strings.TrimSpace(name)]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // starting bounds how many node processes start at once, so that the test machine's load does not eat
