@@ -11,7 +11,7 @@ export const pinned = {
   kargo: "v1.11.2",
   pko: "v2.9.0",
   argocd: "v3.4.4",
-  rollouts: "v1.9.0", // the chart's appVersion and the Go module the harness runs; its CRDs are those of v1.9.1
+  rollouts: "v1.9.0", // the chart's appVersion and the Go module the harness runs (CRDs identical to v1.9.1's)
   argoCdChart: "argo-cd-10.1.1",
   argoRolloutsChart: "argo-rollouts-2.41.0",
   certManager: "v1.21.1",

@@ -1,6 +1,3 @@
-// Package analysis runs every AnalysisTemplate the kargo plan emits through Argo Rollouts' own analysis
-// controller (v1.9.0) and job metric provider, each Job's script run by node against a stand-in for Pulumi
-// Cloud's REST API.
 package analysis
 
 import (
@@ -90,7 +87,9 @@ func (s *stack) setPreviews(p ...preview) {
 	s.previews[s.version()] = p
 }
 
-// cloud is the stand-in server. Each request is answered by `override` when set (errors, HTML, timeouts);
+// cloud is the stand-in server, OUR model of Pulumi Cloud's REST API for stack updates and previews: the
+// routes as pulumi-cloud-sdk apiclient/stacks_.go declares them (GetStackUpdates, GetLatestStackPreviews,
+// GetStackPreviews and their page, pageSize and asc). Each request is answered by `override` when set (errors, HTML, timeouts);
 // otherwise from the stack record, the way the REST API shapes it: `stack` for any stack path, unless
 // stacks were added with addStack, which then serves each under its own path, and no other.
 type cloud struct {
