@@ -143,6 +143,16 @@ describe("cluster rejects bad config before registering anything", () => {
     ["more than 100 nodes", { "cluster:nodeMaxSize": 101 }, /cluster:nodeMaxSize: must be at most 100/],
     ["no node", { "cluster:nodeMinSize": 0 }, /cluster:nodeMinSize: must be at least 1/],
     [
+      "more pods per node than EKS allows a small instance",
+      { "cluster:nodeMaxPods": 111 },
+      /cluster:nodeMaxPods: must be at most 110/,
+    ],
+    [
+      "too few pods for the platform",
+      { "cluster:nodeMaxPods": 10 },
+      /cluster:nodeMaxPods: must be at least 20/,
+    ],
+    [
       "a node disk under 20 GiB",
       { "cluster:nodeDiskSizeGiB": 19 },
       /cluster:nodeDiskSizeGiB: must be at least 20/,

@@ -79,6 +79,22 @@ describe("cluster-setup rejects bad config before registering anything", () => {
       { "cluster-setup:argoCdValues": ["a"] },
       /cluster-setup:argoCdValues: Invalid input: expected record/,
     ],
+    ["no burst CPU", { "cluster-setup:burstCpuLimit": 0 }, /cluster-setup:burstCpuLimit: must be at least 1/],
+    [
+      "burst memory in fractions",
+      { "cluster-setup:burstMemoryGiB": 2.5 },
+      /cluster-setup:burstMemoryGiB: Invalid input: expected int/,
+    ],
+    [
+      "a burst node removed before the next stage can use it",
+      { "cluster-setup:burstConsolidateAfterSeconds": 5 },
+      /cluster-setup:burstConsolidateAfterSeconds: must be at least 30/,
+    ],
+    [
+      "Karpenter values that are not a map",
+      { "cluster-setup:karpenterValues": "replicas=2" },
+      /cluster-setup:karpenterValues: Invalid input: expected record/,
+    ],
   ];
 
   it.each(cases)("%s", async (_, overrides, message) => {
