@@ -1,6 +1,6 @@
 // `npm run personalize -- --github-repo <https URL of your fork> --pulumi-org <organization>`: makes a fork its
 // own. Checks the values with the rules the programs apply (lib/forkIdentity.ts), rewrites lib/fork.ts, points
-// the example stack configs at the organization, then regenerates stacks/ and the README (`npm run stacks`,
+// the example stack configs at the organization, then regenerates stacks/ and the docs (`npm run stacks`,
 // `npm run docs`) and prints every file that changed. With no option in a terminal it asks for each value.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -11,6 +11,7 @@ import YAML from "yaml";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { fork } from "../fork";
 import { identityFields, identityProblems, renderFork, type ForkIdentity } from "../forkIdentity";
+import { docPages } from "../markdown";
 import { normalDir } from "../pipeline/names";
 
 export const repoRoot = path.resolve(__dirname, "..", "..");
@@ -67,7 +68,9 @@ export async function askIdentity(
 
 /** Contents of the files personalize may change, by repository-relative path (absent files as undefined). */
 function snapshot(root: string, stacksDir: string): Map<string, string | undefined> {
-  const files = [forkFile, "README.md", ...exampleStackRefs.map((r) => r.file)];
+  // What `npm run docs` rewrites: the README's diagram and idle total, the capacity and cost tables.
+  const docs = [docPages.readme, docPages.capacityAndCost].map((page) => path.relative(repoRoot, page));
+  const files = [forkFile, ...docs, ...exampleStackRefs.map((r) => r.file)];
   const dir = path.join(root, stacksDir);
   if (fs.existsSync(dir))
     files.push(
