@@ -15,8 +15,8 @@
 //     pkg/expressions/function/functions.go);
 //   - controller.go: the analysis controller set up as Argo Rollouts' own tests set it up (argo-rollouts
 //     v1.9.0 analysis/controller_test.go, newController), on a faster clock;
-//   - pulumicloud.go: a stand-in for Pulumi Cloud's REST API (stack updates and previews), answering in the
-//     shapes of Pulumi's own API types (named there).
+//   - pulumicloud.go: a stand-in for Pulumi Cloud's REST API (stack updates and previews), on the routes of
+//     pulumi-cloud-sdk v1.20261110.0 apiclient/stacks_.go, answering with that SDK's own apitype types.
 //
 // Every model's upstream files and their sha256 are in test/upstream-mirrors.json (test/internal/upstream).
 package analysis
