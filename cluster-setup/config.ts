@@ -221,13 +221,7 @@ export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 export const loadClusterSetupConfig = (identity: ForkIdentity = fork) => {
   const config = loadConfig(clusterSetupConfigSchema, {
     secrets: ["pulumiAccessToken"],
-    secretCapable: [
-      "certManagerValues",
-      "argoCdValues",
-      "argoRolloutsValues",
-      "pulumiOperatorValues",
-      "karpenterValues",
-    ],
+    secretCapable: ["certManagerValues", "argoCdValues", "argoRolloutsValues", "pulumiOperatorValues"],
     requireRegion: true,
   });
   // The fork's repository, the one Argo CD may sync Stack manifests from, is the pipeline's (lib/fork.ts).

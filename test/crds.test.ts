@@ -282,3 +282,43 @@ describe("Karpenter's CRDs and chart values", () => {
     },
   );
 });
+
+describe("Karpenter's CEL rules", () => {
+  const nodePool = (key: string): KubeObject => ({
+    apiVersion: "karpenter.sh/v1",
+    kind: "NodePool",
+    metadata: { name: "burst" },
+    spec: {
+      template: {
+        spec: {
+          nodeClassRef: { group: "karpenter.k8s.aws", kind: "EC2NodeClass", name: "burst" },
+          requirements: [{ key, operator: "In", values: ["x"] }],
+        },
+      },
+    },
+  });
+  const nodeClass = (alias: string): KubeObject => ({
+    apiVersion: "karpenter.k8s.aws/v1",
+    kind: "EC2NodeClass",
+    metadata: { name: "burst" },
+    spec: {
+      amiSelectorTerms: [{ alias }],
+      role: "nodes",
+      subnetSelectorTerms: [{ tags: { a: "b" } }],
+      securityGroupSelectorTerms: [{ tags: { a: "b" } }],
+    },
+  });
+
+  it("are evaluated as the API server does (strings' split, the regex library's find)", () => {
+    const report = getValidator().validate([
+      nodePool("karpenter.sh/capacity-type"),
+      nodeClass("al2023@latest"),
+    ]);
+    expect(report.errors).toEqual([]);
+    expect(report.unevaluatedRules.filter((r) => /NodePool|EC2NodeClass/.test(r))).toEqual([]);
+    expect(errorsOf(nodePool("karpenter.sh/made-up")).join("\n")).toMatch(
+      /label domain "karpenter.sh" is restricted/,
+    );
+    expect(errorsOf(nodeClass("ubuntu@latest")).join("\n")).toMatch(/family is not supported/);
+  });
+});

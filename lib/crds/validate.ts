@@ -1,4 +1,5 @@
-import { run as runCel } from "@bufbuild/cel";
+import { celMethod, CelScalar, run as runCel } from "@bufbuild/cel";
+import { strings } from "@bufbuild/cel/ext";
 import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { readValidationData, toJsonSchema, type SchemaNode, type ValidationData } from "./schema";
@@ -67,6 +68,24 @@ function reach(value: unknown, at: string[], where = ""): [unknown, string][] {
   const next = (value as Record<string, unknown>)[head!];
   return next === undefined ? [] : reach(next, rest, `${where}/${head}`);
 }
+
+/**
+ * The CEL libraries the API server adds that the CRDs' rules use (Karpenter's): the strings extension
+ * (`split`) and Kubernetes' regex library's `find`, the first match or "" (kubernetes
+ * staging/src/k8s.io/apiserver/pkg/cel/library/regex.go).
+ */
+const celFuncs = [
+  ...strings,
+  celMethod(
+    "find",
+    CelScalar.STRING,
+    [CelScalar.STRING],
+    CelScalar.STRING,
+    function (this: string, pattern: string) {
+      return new RegExp(pattern).exec(this)?.[0] ?? "";
+    },
+  ),
+];
 
 /** CEL sees maps, lists and integers (not JS numbers) the way the API server hands them over. */
 const toCel = (v: unknown): unknown =>
@@ -236,7 +255,7 @@ export function createValidator(data: ValidationData = readValidationData()) {
       for (const rule of schema.rules) {
         for (const [self, where] of reach(defaulted, rule.at)) {
           if (/\boldSelf\b/.test(rule.rule)) continue; // transition rules apply to updates only
-          const result = runCel(rule.rule, { self: toCel(self) } as never);
+          const result = runCel(rule.rule, { self: toCel(self) } as never, { funcs: celFuncs });
           if (typeof result !== "boolean") {
             const unevaluated = `${object.kind}: ${rule.rule}`;
             if (!report.unevaluatedRules.includes(unevaluated)) report.unevaluatedRules.push(unevaluated);
