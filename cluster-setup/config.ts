@@ -185,6 +185,9 @@ export const clusterSetupConfigSchema = z
       .min(2, "must be at least 2")
       .max(1024, "must be at most 1024")
       .default(32),
+    karpenterInterruptionQueue: z
+      .boolean({ error: "must be true (an SQS queue of EC2 interruption events) or false (the default)" })
+      .default(false),
     burstConsolidateAfterSeconds: z
       .number()
       .int()

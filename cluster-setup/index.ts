@@ -82,6 +82,7 @@ const burst = new BurstCapacity("karpenter", {
   instanceFamilies: cluster.requireOutput("nodeInstanceFamilies") as pulumi.Output<string[]>,
   limits: { cpu: config.burstCpuLimit, memoryGiB: config.burstMemoryGiB },
   consolidateAfterSeconds: config.burstConsolidateAfterSeconds,
+  interruptionQueue: config.karpenterInterruptionQueue,
   values: config.karpenterValues,
   tags,
 });

@@ -2,9 +2,10 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { karpenter } from "../lib/crds";
-import { HelmAddon, type AddonSpec, type Values } from "../lib/helmAddon";
+import { HelmAddon, mergeValues, type AddonSpec, type Values } from "../lib/helmAddon";
 import { irsaTrustPolicy } from "../lib/irsa";
 import { BURST_LABEL, BURST_TAINT } from "../lib/pipeline/stack-manifest";
+import { interruptionQueue } from "./interruptionQueue";
 
 /** Where the controller runs, and so whom its role trusts. */
 export const KARPENTER_SERVICE_ACCOUNT = { namespace: "kube-system", name: "karpenter" };
@@ -196,6 +197,8 @@ export interface BurstCapacityArgs {
   limits: { cpu: number; memoryGiB: number };
   /** Seconds an empty burst node stays, so the next workspace of a promotion finds it. */
   consolidateAfterSeconds: number;
+  /** An SQS queue of EC2 interruption events Karpenter drains nodes ahead of (interruptionQueue.ts). */
+  interruptionQueue: boolean;
   values?: pulumi.Input<Values>;
   tags: Record<string, string>;
 }
@@ -228,6 +231,9 @@ export class BurstCapacity extends pulumi.ComponentResource {
       },
       parent,
     );
+    const queue = args.interruptionQueue
+      ? interruptionQueue(`${name}-interruptions`, { clusterName: args.clusterName, tags: args.tags }, this)
+      : undefined;
     const policy = new aws.iam.RolePolicy(
       name,
       {
@@ -240,8 +246,9 @@ export class BurstCapacity extends pulumi.ComponentResource {
             partition,
             args.nodeRoleArn,
             args.instanceProfileName,
+            queue?.arn,
           ])
-          .apply(([clusterName, region, accountId, part, nodeRoleArn, instanceProfileName]) =>
+          .apply(([clusterName, region, accountId, part, nodeRoleArn, instanceProfileName, queueArn]) =>
             controllerPolicy({
               clusterName,
               region,
@@ -249,6 +256,7 @@ export class BurstCapacity extends pulumi.ComponentResource {
               partition: part,
               nodeRoleArn,
               instanceProfileName,
+              interruptionQueueArn: queueArn,
             }),
           ),
       },
@@ -259,12 +267,16 @@ export class BurstCapacity extends pulumi.ComponentResource {
       {
         provider: args.provider,
         values: pulumi
-          .all([args.clusterName, role.arn, args.values ?? {}])
-          .apply(([clusterName, arn, user]) => ({
-            settings: { clusterName },
-            serviceAccount: { annotations: { "eks.amazonaws.com/role-arn": arn } },
-            ...(user as Values),
-          })),
+          .all([args.clusterName, role.arn, queue?.name, args.values ?? {}])
+          .apply(([clusterName, arn, queueName, user]) =>
+            mergeValues(
+              {
+                settings: { clusterName, ...(queueName ? { interruptionQueue: queueName } : {}) },
+                serviceAccount: { annotations: { "eks.amazonaws.com/role-arn": arn } },
+              },
+              user as Values,
+            ),
+          ),
         dependsOn: [policy],
       },
       parent,

@@ -9,7 +9,8 @@ import { programStages } from "../lib/pipeline/graph";
 import { BURST_TAINT, stackManifest } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { analysisTemplateKinds, analysisTemplateSpec } from "../lib/pipeline/verification";
-import { irsaTrust, ofType, one } from "./helpers";
+import { interruptionEvents } from "../cluster-setup/interruptionQueue";
+import { irsaTrust, ofType, one, planProject } from "./helpers";
 
 const pipeline = validatePipeline(definition);
 type Statement = { Sid: string; Action: string | string[]; Resource: string | string[]; Condition?: object };
@@ -94,5 +95,41 @@ describe("burst capacity", () => {
     expect(jobs).toContain(`"key":"${BURST_TAINT.key}"`);
     for (const r of ofType(setup, "kubernetes:helm.sh/v3:Release"))
       expect(JSON.stringify(r.inputs.values ?? {}), r.name).not.toContain(BURST_TAINT.key);
+  });
+
+  it("adds an interruption queue only when asked, readable by the controller alone, fed only by EventBridge", async () => {
+    expect(ofType(setup, "aws:sqs/queue:Queue")).toEqual([]);
+    expect(String(one(setup, "aws:iam/rolePolicy:RolePolicy", "karpenter").inputs.policy)).not.toContain(
+      "sqs:",
+    );
+    const withQueue = await planProject("cluster-setup", {
+      "cluster-setup:karpenterInterruptionQueue": true,
+    });
+    const queue = one(withQueue, "aws:sqs/queue:Queue");
+    const policy = String(one(withQueue, "aws:iam/rolePolicy:RolePolicy", "karpenter").inputs.policy);
+    const read = (JSON.parse(policy) as { Statement: Statement[] }).Statement.filter((s) =>
+      [s.Action].flat().some((a) => a.startsWith("sqs:")),
+    );
+    const queuePolicy = JSON.parse(
+      String(one(withQueue, "aws:sqs/queuePolicy:QueuePolicy").inputs.policy),
+    ) as {
+      Statement: { Effect: string; Principal: unknown; Resource: string }[];
+    };
+    // The queue's ARN, as its own policy names it: the one queue the controller may read.
+    const queueArn = queuePolicy.Statement[0]!.Resource;
+    expect(queueArn).toMatch(/^arn:aws:sqs:/);
+    expect(read.map((s) => s.Resource)).toEqual([queueArn]);
+    expect(one(withQueue, "kubernetes:helm.sh/v3:Release", "karpenter").inputs.values).toMatchObject({
+      settings: { interruptionQueue: queue.inputs.name },
+    });
+    const rules = ofType(withQueue, "aws:cloudwatch/eventRule:EventRule").map((r) =>
+      JSON.parse(String(r.inputs.eventPattern)),
+    );
+    expect(rules).toEqual(
+      interruptionEvents.map((e) => ({ source: [e.source], "detail-type": [e.detailType] })),
+    );
+    expect(queuePolicy.Statement.filter((s) => s.Effect === "Allow").map((s) => s.Principal)).toEqual([
+      { Service: "events.amazonaws.com" },
+    ]);
   });
 });
