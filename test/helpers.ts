@@ -81,3 +81,12 @@ export const irsaTrust = (clusterOutputs: Record<string, unknown>, serviceAccoun
     ],
   };
 };
+
+/**
+ * What a command printed on stderr beyond the warnings a project gives for an optional key its stack leaves
+ * unset (the example stacks cannot hold the optional secrets: kargo's gitReadToken, say).
+ */
+export const unexpectedStderr = (stderr: string) =>
+  stderr
+    .split("\n")
+    .filter((line) => line.trim() && !/^warning: \[runtime\] [\w-]+:\w+ is not set: /.test(line));
