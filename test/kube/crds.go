@@ -1,9 +1,11 @@
 package kube
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +43,7 @@ func crdSources(t testing.TB) (sources []crdSource, pkoMissing string) {
 	major := strings.SplitN(argocd, ".", 2)[0]
 	dir, _ := moduleArchive(t, os.TempDir(), "github.com/argoproj/argo-cd/"+major+"@"+argocd)
 	sources = append(sources, crdSource{"github.com/argoproj/argo-cd " + argocd + " manifests/crds", filepath.Join(dir, "manifests/crds")})
+	sources = append(sources, karpenterCRDs(t))
 
 	shared := os.Getenv("CRDS_DIR")
 	if shared == "" {
@@ -67,6 +70,57 @@ func moduleArchive(t testing.TB, dir, path string) (string, string) {
 		t.Fatalf("go mod download %s (for its CRDs): %v %s %s", path, err, info.Error, stderr.String())
 	}
 	return info.Dir, info.Version
+}
+
+var karpenterPin = regexp.MustCompile(`(?m)^\s*karpenter:\s*"(v\d+\.\d+\.\d+)"`)
+
+// karpenterCRDs are Karpenter's CRDs (pkg/apis/crds) at lib/crds/sources.ts's pin, read out of the module
+// zip: `go mod download` downloads it but reports an error, as the module needs a newer go than the one
+// here, and leaves it unextracted; nothing of it is built.
+func karpenterCRDs(t testing.TB) crdSource {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := karpenterPin.FindSubmatch(raw)
+	if m == nil {
+		t.Fatal(`lib/crds/sources.ts: no pinned.karpenter "vX.Y.Z"`)
+	}
+	const module = "github.com/aws/karpenter-provider-aws"
+	version := string(m[1])
+	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = os.TempDir()
+	out, _ := cmd.Output()
+	var info struct{ Zip, Error string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Zip == "" {
+		t.Fatalf("go mod download %s@%s (for its CRDs): no module zip: %v %s", module, version, err, info.Error)
+	}
+	archive, err := zip.OpenReader(info.Zip)
+	if err != nil {
+		t.Fatalf("%s: %v", info.Zip, err)
+	}
+	defer archive.Close()
+	dir := t.TempDir()
+	prefix := module + "@" + version + "/pkg/apis/crds/"
+	for _, f := range archive.File {
+		if !strings.HasPrefix(f.Name, prefix) || !strings.HasSuffix(f.Name, ".yaml") {
+			continue
+		}
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.Name)), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return crdSource{fmt.Sprintf("%s %s pkg/apis/crds", module, version), dir}
 }
 
 var argocdPin = regexp.MustCompile(`(?m)^\s*argocd:\s*"(v\d+\.\d+\.\d+)"`)
