@@ -7,6 +7,13 @@ import { irsaTrustPolicy } from "../lib/irsa";
 import { BURST_LABEL, BURST_TAINT } from "../lib/pipeline/stack-manifest";
 import { interruptionQueue } from "./interruptionQueue";
 
+/**
+ * The AMI of burst nodes, pinned: an amazon-eks-ami release (awslabs/amazon-eks-ami tag v20260724), which
+ * Karpenter resolves to the AL2023 EKS AMI of that release for the cluster's Kubernetes version and the
+ * node's architecture. `@latest` would replace every burst node as AWS publishes AMIs.
+ */
+export const BURST_AMI_ALIAS = "al2023@v20260724";
+
 /** Where the controller runs, and so whom its role trusts. */
 export const KARPENTER_SERVICE_ACCOUNT = { namespace: "kube-system", name: "karpenter" };
 
@@ -288,7 +295,7 @@ export class BurstCapacity extends pulumi.ComponentResource {
       {
         metadata: { name: "burst" },
         spec: {
-          amiSelectorTerms: [{ alias: "al2023@latest" }],
+          amiSelectorTerms: [{ alias: BURST_AMI_ALIAS }],
           instanceProfile: args.instanceProfileName,
           subnetSelectorTerms: [{ tags: { "karpenter.sh/discovery": args.clusterName } }],
           // EKS tags the cluster security group it creates, which the base nodes carry too.

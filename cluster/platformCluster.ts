@@ -36,7 +36,7 @@ export interface PlatformClusterArgs {
    */
   ciDeployRoleArn: string;
   /**
-   * Role CI previews with: read access to everything, Secrets included (see README, "CI roles"), so its
+   * Role CI previews with: read access to everything, Secrets included (docs/deploy.md, "The CI roles"), so its
    * trust policy accepts only jobs of the `preview` environment, which a reviewer approves run by run.
    */
   ciPreviewRoleArn: string;

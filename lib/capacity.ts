@@ -1,4 +1,4 @@
-// What the node group offers pods and what the platform asks of it: the figures behind the README's
+// What the node group offers pods and what the platform asks of it: the figures behind docs/capacity-and-cost.md's
 // capacity table and test/capacity.test.ts. Pure functions over plain data.
 import type { Values } from "./helmAddon";
 

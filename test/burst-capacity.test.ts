@@ -74,6 +74,10 @@ describe("burst capacity", () => {
       spec: { instanceProfile: string; kubelet: { maxPods: number }; subnetSelectorTerms: object[] };
     };
     expect(nodeClass.spec.instanceProfile).toBe(cluster.outputs.burstNodeInstanceProfile);
+    // An AL2023 EKS AMI of a pinned release, never `@latest`.
+    expect((nodeClass.spec as unknown as { amiSelectorTerms: object[] }).amiSelectorTerms).toEqual([
+      { alias: expect.stringMatching(/^al2023@v\d{8}$/) },
+    ]);
     expect(nodeClass.spec.kubelet.maxPods).toBe(cluster.outputs.nodeMaxPods);
     expect(nodeClass.spec.subnetSelectorTerms).toEqual([
       { tags: { "karpenter.sh/discovery": cluster.outputs.clusterName } },
