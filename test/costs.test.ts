@@ -9,13 +9,14 @@ import {
   burstCost,
   cents,
   monthlyCost,
+  promotionTable,
   type CostItem as Item,
   type PricedResource,
 } from "../lib/cli/plan/costs";
 import { programStages } from "../lib/pipeline/graph";
 import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { planChain } from "../lib/cli/plan/projects";
+import { planChain, readStackConfig } from "../lib/cli/plan/projects";
 import { docPages } from "../lib/markdown";
 
 /** The rows of the cost page's table between the cost-table markers, as (item, amount). */
@@ -110,5 +111,29 @@ describe("what the platform costs idle", () => {
     expect(ten.total).toBeCloseTo(ten.node + ten.rootVolume + ten.imagePull, 10);
     expect(burstCost("t4g.medium", 20).node).toBeCloseTo(2 * ten.node, 10);
     expect(() => burstCost("m7g.metal", 10)).toThrow(/no hourly price for m7g.metal/);
+  });
+
+  it("states per promotion what a burst node adds, waiting as long as the NodePool does", async () => {
+    const estimate = monthlyCost(resources);
+    const page = fs.readFileSync(docPages.capacityAndCost, "utf8");
+    expect(page).toContain(promotionTable(estimate.perPromotion!));
+    const longer = monthlyCost(
+      (
+        await planChain({
+          project: "cluster-setup",
+          overrides: { "cluster-setup:burstConsolidateAfterSeconds": 600 },
+        })
+      ).flatMap((plan) => plan.resources),
+    );
+    expect(longer.perPromotion!.minutes - estimate.perPromotion!.minutes).toBeCloseTo(
+      (600 -
+        Number(
+          readStackConfig("cluster-setup").values["cluster-setup:burstConsolidateAfterSeconds"] ?? 120,
+        )) /
+        60,
+      10,
+    );
+    // Without Karpenter's NodePool there is no burst to price.
+    expect(monthlyCost(resources.filter((r) => !r.type.includes("NodePool"))).perPromotion).toBeUndefined();
   });
 });
