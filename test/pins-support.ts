@@ -45,26 +45,38 @@ function npmPins(file: string): Pin[] {
   );
 }
 
-/** go.mod: the go directive, direct requirements and replace targets (indirect ones move with `tidy`). */
+/**
+ * go.mod: the go directive, direct requirements, replace targets, and the module of each `tool` (required as
+ * indirect, but it is what the harness builds and runs: the API server, etcd). Other indirect requirements
+ * move with `go mod tidy`.
+ */
 function goModPins(file: string): Pin[] {
   const pins: Pin[] = [];
+  const indirect: { name: string; value: string }[] = [];
+  const tools: string[] = [];
   let block = "";
   for (const raw of read(file).split("\n")) {
     const line = raw.replace(/\/\/.*$/, "").trim();
-    const indirect = /\/\/\s*indirect/.test(raw);
     if (line.endsWith("(")) block = line.slice(0, -1).trim();
     else if (line === ")") block = "";
     const go = /^go (\S+)$/.exec(line);
     if (go) pins.push({ file, name: "go", value: go[1]!, kind: "go" });
-    const body = line.replace(/^(require|replace)\s+/, "");
-    const kind = /^(require|replace)\b/.exec(line)?.[1] ?? block;
-    if (kind === "require" && !indirect) {
+    const body = line.replace(/^(require|replace|tool)\s+/, "");
+    const kind = /^(require|replace|tool)\b/.exec(line)?.[1] ?? block;
+    if (kind === "require") {
       const m = /^(\S+) (v\S+)$/.exec(body);
-      if (m) pins.push({ file, name: m[1]!, value: m[2]!, kind: "go module" });
+      if (m && /\/\/\s*indirect/.test(raw)) indirect.push({ name: m[1]!, value: m[2]! });
+      else if (m) pins.push({ file, name: m[1]!, value: m[2]!, kind: "go module" });
     } else if (kind === "replace") {
       const m = /=>\s*(\S+) (v\S+)$/.exec(body);
       if (m) pins.push({ file, name: m[1]!, value: m[2]!, kind: "go module (replace)" });
-    }
+    } else if (kind === "tool" && /^\S+$/.test(body)) tools.push(body);
+  }
+  for (const tool of tools) {
+    const module = indirect
+      .filter((m) => `${tool}/`.startsWith(`${m.name}/`))
+      .sort((a, b) => b.name.length - a.name.length)[0];
+    if (module) pins.push({ file, ...module, kind: "go module (tool)" });
   }
   return pins;
 }

@@ -76,7 +76,15 @@ const all = config.customManagers.map((manager) => ({ manager, ...captures(manag
 const captured = all.flatMap((c) => [...c.byPattern.values()].flat());
 
 /** The kinds of pin a built-in manager (npm, nvm, gomod, github-actions) reads; the rest need ours. */
-const builtIn = new Set(["npm", "node", "go", "go module", "go module (replace)", "action"]);
+const builtIn = new Set([
+  "npm",
+  "node",
+  "go",
+  "go module",
+  "go module (replace)",
+  "go module (tool)",
+  "action",
+]);
 
 describe("renovate.json5 custom managers", () => {
   for (const { manager, byPattern, files: matched } of all) {
