@@ -23,6 +23,7 @@ interface CustomManager {
 }
 interface PackageRule {
   groupName?: string;
+  enabled?: boolean;
   matchPackageNames?: string[];
   matchManagers?: string[];
 }
@@ -128,6 +129,23 @@ function groupOf(packageName: string): string | undefined {
       ),
   )?.groupName;
 }
+
+describe("renovate.json5 package rules", () => {
+  it("turn off no pin: a rule with enabled: false names packages, and none the repository pins", () => {
+    const names = pins.map(
+      (p) =>
+        captured.find((c) => c.file === p.file && bare(c.currentValue) === bare(p.value))?.packageName ??
+        p.name,
+    );
+    for (const rule of config.packageRules.filter((r) => r.enabled === false)) {
+      expect(rule.matchPackageNames, `${JSON.stringify(rule)} turns off whole kinds of pins`).toBeDefined();
+      const off = names.filter((n) =>
+        rule.matchPackageNames!.some((m) => (m.startsWith("/") ? regexOf(m).test(n) : m === n)),
+      );
+      expect(off, `${JSON.stringify(rule)} turns off pins`).toEqual([]);
+    }
+  });
+});
 
 describe("renovate.json5 groups", () => {
   // Each component's pins: its chart (and image), the sources.ts tags its CRDs and values are read at, and
