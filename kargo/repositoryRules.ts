@@ -32,48 +32,49 @@ export class RepositoryRules extends pulumi.ComponentResource {
 
   constructor(name: string, args: RepositoryRulesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:kargo:RepositoryRules", name, {}, opts);
-    const child = { parent: this, provider: args.provider };
-    const main = new github.RepositoryRuleset(
-      `${name}-main`,
-      {
-        repository: args.repository,
-        name: "main: reviewed pull requests only",
-        target: "branch",
-        enforcement: "active",
-        conditions: { refName: { includes: ["~DEFAULT_BRANCH"], excludes: [] } },
-        // Nobody bypasses it, administrators included.
-        bypassActors: [],
-        rules: {
-          deletion: true,
-          nonFastForward: true,
-          pullRequest: {
-            requiredApprovingReviewCount: 1,
-            dismissStaleReviewsOnPush: true,
-            requireLastPushApproval: true,
-            requiredReviewThreadResolution: false,
-          },
-          requiredStatusChecks: {
-            strictRequiredStatusChecksPolicy: true,
-            requiredChecks: args.requiredChecks.map((context) => ({ context })),
-          },
+    const ruleset = (
+      suffix: string,
+      title: string,
+      ref: string,
+      bypassActors: github.types.input.RepositoryRulesetBypassActor[],
+      rules: github.types.input.RepositoryRulesetRules,
+    ) =>
+      new github.RepositoryRuleset(
+        `${name}-${suffix}`,
+        {
+          repository: args.repository,
+          name: title,
+          target: "branch",
+          enforcement: "active",
+          conditions: { refName: { includes: [ref], excludes: [] } },
+          bypassActors,
+          rules,
         },
+        { parent: this, provider: args.provider },
+      );
+    // Nobody bypasses main's rules, administrators included.
+    const main = ruleset("main", "main: reviewed pull requests only", "~DEFAULT_BRANCH", [], {
+      deletion: true,
+      nonFastForward: true,
+      pullRequest: {
+        requiredApprovingReviewCount: 1,
+        dismissStaleReviewsOnPush: true,
+        requireLastPushApproval: true,
+        requiredReviewThreadResolution: false,
       },
-      child,
-    );
-    const stages = new github.RepositoryRuleset(
-      `${name}-stages`,
-      {
-        repository: args.repository,
-        name: "stage branches: Kargo only",
-        target: "branch",
-        enforcement: "active",
-        conditions: { refName: { includes: [`refs/heads/${stageBranchPrefix}*`], excludes: [] } },
-        bypassActors: [kargoBypass(args.kargo)],
-        // A stage's first promotion creates its branch as an orphan and each one after pushes a new commit
-        // on top (lib/pipeline/promotion.ts): Kargo creates and updates; nobody force-pushes or deletes.
-        rules: { creation: true, update: true, deletion: true, nonFastForward: true },
+      requiredStatusChecks: {
+        strictRequiredStatusChecksPolicy: true,
+        requiredChecks: args.requiredChecks.map((context) => ({ context })),
       },
-      child,
+    });
+    // A stage's first promotion creates its branch as an orphan and each one after pushes a new commit on top
+    // (lib/pipeline/promotion.ts): Kargo creates and updates; nobody force-pushes or deletes.
+    const stages = ruleset(
+      "stages",
+      "stage branches: Kargo only",
+      `refs/heads/${stageBranchPrefix}*`,
+      [kargoBypass(args.kargo)],
+      { creation: true, update: true, deletion: true, nonFastForward: true },
     );
     this.mainRulesetId = main.rulesetId;
     this.stageRulesetId = stages.rulesetId;
