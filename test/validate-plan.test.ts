@@ -9,7 +9,7 @@ import { getValidator } from "./crds-support";
 
 /** Built-in API groups: no CRD describes them, so they get the name and namespace checks only. */
 const builtIn =
-  /^(v1|(rbac\.authorization\.k8s\.io|apps|batch|networking\.k8s\.io|policy|storage\.k8s\.io)\/v1)\//;
+  /^(v1|(rbac\.authorization\.k8s\.io|admissionregistration\.k8s\.io|apps|batch|networking\.k8s\.io|policy|storage\.k8s\.io)\/v1)\//;
 
 describe("every Kubernetes object we emit", () => {
   const objects: { source: string; object: KubeObject }[] = [];
