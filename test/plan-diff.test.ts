@@ -227,7 +227,7 @@ describe("npm run plan -- --diff, between two commits", () => {
   it("prices the added node: one more instance and its root volume", () => {
     const type = (exampleCluster["cluster:nodeInstanceTypes"] as string[])[0]!;
     const disk = exampleCluster["cluster:nodeDiskSizeGiB"] as number;
-    const expected = price.instancePerHour[type]! * 730 + disk * price.gp2PerGBMonth;
+    const expected = price.instancePerHour[type]! * 730 + disk * price.volumePerGBMonth.gp3!;
     expect(report.summary.cost.delta).toBeCloseTo(expected, 1);
     expect(report.summary.cost.lines.map((l) => l.item)).toContain(
       `${type} node × ${nodes} → ${type} node × ${nodes + 1}`,
