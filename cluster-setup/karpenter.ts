@@ -3,7 +3,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { karpenter } from "../lib/crds";
 import { HelmAddon, mergeValues, type AddonSpec, type Values } from "../lib/helmAddon";
-import { irsaTrustPolicy } from "../lib/irsa";
+import { irsaRole } from "../lib/irsa";
 import { BURST_LABEL, BURST_TAINT } from "../lib/pipeline/stack-manifest";
 import { interruptionQueue } from "./interruptionQueue";
 
@@ -226,18 +226,7 @@ export class BurstCapacity extends pulumi.ComponentResource {
     const parent = { parent: this };
     const caller = aws.getCallerIdentityOutput({}, parent);
     const partition = aws.getPartitionOutput({}, parent).partition;
-    const role = new aws.iam.Role(
-      name,
-      {
-        description: `Assumed by ServiceAccount ${sa.namespace}/${sa.name}: Karpenter's controller`,
-        assumeRolePolicy: pulumi
-          .all([args.oidcProviderArn, args.oidcProviderUrl])
-          .apply(([arn, url]) => irsaTrustPolicy(arn, url, sa.namespace, sa.name)),
-        maxSessionDuration: 3600,
-        tags: args.tags,
-      },
-      parent,
-    );
+    const role = irsaRole(name, { ...args, serviceAccount: sa, purpose: "Karpenter's controller" }, parent);
     const queue = args.interruptionQueue
       ? interruptionQueue(`${name}-interruptions`, { clusterName: args.clusterName, tags: args.tags }, this)
       : undefined;

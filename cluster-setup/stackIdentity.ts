@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { irsaTrustPolicy } from "../lib/irsa";
+import { irsaRole } from "../lib/irsa";
 import type { PolicyRule } from "./config";
 
 export interface StackIdentityArgs {
@@ -76,15 +76,12 @@ export class StackIdentity extends pulumi.ComponentResource {
 
     const identity = (suffix: string, purpose: string, policyArns: string[]) => {
       const serviceAccountName = `${args.serviceAccountName}-${suffix}`;
-      const role = new aws.iam.Role(
+      const role = irsaRole(
         `${name}-${suffix}`,
         {
-          description: `Assumed by ServiceAccount ${args.namespace}/${serviceAccountName}: ${purpose}`,
-          assumeRolePolicy: pulumi
-            .all([args.oidcProviderArn, args.oidcProviderUrl])
-            .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, serviceAccountName)),
-          maxSessionDuration: 3600,
-          tags: args.tags,
+          ...args,
+          serviceAccount: { namespace: args.namespace, name: serviceAccountName },
+          purpose,
         },
         { parent: this },
       );

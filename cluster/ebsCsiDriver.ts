@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { irsaTrustPolicy } from "../lib/irsa";
+import { irsaRole } from "../lib/irsa";
 
 /**
  * Where the EKS add-on runs its controller, and so whom its role trusts: the add-on's own ServiceAccount
@@ -33,16 +33,9 @@ export function ebsCsiDriver(
 ): { role: aws.iam.Role; addon: aws.eks.Addon } {
   const opts = { parent };
   const sa = EBS_CSI_CONTROLLER_SERVICE_ACCOUNT;
-  const role = new aws.iam.Role(
+  const role = irsaRole(
     name,
-    {
-      description: `Assumed by ServiceAccount ${sa.namespace}/${sa.name}: the EBS CSI driver's controller`,
-      assumeRolePolicy: pulumi
-        .all([args.oidcProviderArn, args.oidcProviderUrl])
-        .apply(([arn, url]) => irsaTrustPolicy(arn, url, sa.namespace, sa.name)),
-      maxSessionDuration: 3600,
-      tags: args.tags,
-    },
+    { ...args, serviceAccount: sa, purpose: "the EBS CSI driver's controller" },
     opts,
   );
   const policy = new aws.iam.RolePolicyAttachment(
