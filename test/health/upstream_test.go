@@ -18,18 +18,14 @@ import (
 // (the module cannot be built here, its archive downloads): what the VM's constants are checked against.
 func argoCDLua(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+	pin, err := plan.PinnedVersion("argocd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin := regexp.MustCompile(`(?m)^\s*argocd:\s*"(v\d+\.\d+\.\d+)"`).FindSubmatch(raw)
-	if pin == nil {
-		t.Fatal(`lib/crds/sources.ts: no pinned argocd "vX.Y.Z"`)
-	}
-	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v3@"+string(pin[1])).Output()
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v3@"+pin).Output()
 	var info struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &info); err != nil || jerr != nil || info.Dir == "" {
-		t.Fatalf("go mod download argo-cd %s: %v %s", pin[1], err, info.Error)
+		t.Fatalf("go mod download argo-cd %s: %v %s", pin, err, info.Error)
 	}
 	src, err := os.ReadFile(filepath.Join(info.Dir, "util", "lua", "lua.go"))
 	if err != nil {
@@ -68,23 +64,19 @@ func TestVMLimitsAndMessagesAreArgoCDs(t *testing.T) {
 // module is not served); without one the test is skipped, saying so.
 func pkoStackController(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+	pin, err := plan.PinnedVersion("pko")
 	if err != nil {
 		t.Fatal(err)
-	}
-	pin := regexp.MustCompile(`(?m)^\s*pko:\s*"(v\d+\.\d+\.\d+)"`).FindSubmatch(raw)
-	if pin == nil {
-		t.Fatal(`lib/crds/sources.ts: no pinned pko "vX.Y.Z"`)
 	}
 	base := os.Getenv("UPSTREAM_MIRROR_DIR")
 	if base == "" {
 		base = "/work/.mirror"
 	}
 	snapshot := filepath.Join(base, "pulumi+pulumi-kubernetes-operator", "repo")
-	out, err := exec.Command("git", "-C", snapshot, "show", string(pin[1])+":operator/internal/controller/pulumi/stack_controller.go").Output()
+	out, err := exec.Command("git", "-C", snapshot, "show", pin+":operator/internal/controller/pulumi/stack_controller.go").Output()
 	if err != nil {
 		t.Skipf("NOT CHECKED: no snapshot of pulumi/pulumi-kubernetes-operator %s at %s (the `fetch` tool, or "+
-			"$UPSTREAM_MIRROR_DIR); optional", pin[1], snapshot)
+			"$UPSTREAM_MIRROR_DIR); optional", pin, snapshot)
 	}
 	return string(out)
 }

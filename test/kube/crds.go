@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -72,23 +71,16 @@ func moduleArchive(t testing.TB, dir, path string) (string, string) {
 	return info.Dir, info.Version
 }
 
-var karpenterPin = regexp.MustCompile(`(?m)^\s*karpenter:\s*"(v\d+\.\d+\.\d+)"`)
-
 // karpenterCRDs are Karpenter's CRDs (pkg/apis/crds) at lib/crds/sources.ts's pin, read out of the module
 // zip: `go mod download` downloads it but reports an error, as the module needs a newer go than the one
 // here, and leaves it unextracted; nothing of it is built.
 func karpenterCRDs(t testing.TB) crdSource {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+	version, err := plan.PinnedVersion("karpenter")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := karpenterPin.FindSubmatch(raw)
-	if m == nil {
-		t.Fatal(`lib/crds/sources.ts: no pinned.karpenter "vX.Y.Z"`)
-	}
 	const module = "github.com/aws/karpenter-provider-aws"
-	version := string(m[1])
 	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
 	cmd.Dir = os.TempDir()
 	out, _ := cmd.Output()
@@ -123,20 +115,14 @@ func karpenterCRDs(t testing.TB) crdSource {
 	return crdSource{fmt.Sprintf("%s %s pkg/apis/crds", module, version), dir}
 }
 
-var argocdPin = regexp.MustCompile(`(?m)^\s*argocd:\s*"(v\d+\.\d+\.\d+)"`)
-
 // pinnedArgoCD is the Argo CD version lib/crds/sources.ts pins (the chart's appVersion), so the typed
 // resources, our validation and this server read the same CRDs.
 func pinnedArgoCD(t testing.TB) string {
-	raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+	version, err := plan.PinnedVersion("argocd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := argocdPin.FindSubmatch(raw)
-	if m == nil {
-		t.Fatal(`lib/crds/sources.ts: no pinned.argocd "vX.Y.Z"`)
-	}
-	return string(m[1])
+	return version
 }
 
 // readCRDs is every CustomResourceDefinition in the sources' YAML files.

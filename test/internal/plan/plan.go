@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 
@@ -187,4 +188,19 @@ func Documents(raw []byte) ([]*unstructured.Unstructured, error) {
 			out = append(out, &unstructured.Unstructured{Object: object})
 		}
 	}
+}
+
+// PinnedVersion is the upstream tag lib/crds/sources.ts pins under `name` (its `pinned` object: kargo, pko,
+// argocd, rollouts, karpenter, ...), as "vX.Y.Z": the version the typed resources, our validation and the
+// engines here read.
+func PinnedVersion(name string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "lib", "crds", "sources.ts"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `:\s*"(v\d+\.\d+\.\d+)"`).FindSubmatch(raw)
+	if m == nil {
+		return "", fmt.Errorf(`lib/crds/sources.ts: no pinned.%s "vX.Y.Z"`, name)
+	}
+	return string(m[1]), nil
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -85,15 +84,11 @@ func version(repo string) (string, error) {
 	}
 	var v string
 	if src.pin != "" {
-		raw, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "lib", "crds", "sources.ts"))
+		pinned, err := plan.PinnedVersion(src.pin)
 		if err != nil {
 			return "", err
 		}
-		m := regexp.MustCompile(`\b` + src.pin + `:\s*"(v[^"]+)"`).FindSubmatch(raw)
-		if m == nil {
-			return "", fmt.Errorf("lib/crds/sources.ts pins no %s", src.pin)
-		}
-		v = string(m[1])
+		v = pinned
 	} else {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", src.module).Output()
 		if err != nil {
