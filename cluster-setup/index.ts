@@ -96,8 +96,10 @@ export const vpcId = cluster.requireOutput("vpcId");
 export const publicSubnetIds = cluster.requireOutput("publicSubnetIds");
 export const nodeSecurityGroupId = cluster.requireOutput("nodeSecurityGroupId");
 export const nodeAutoScalingGroupNames = cluster.requireOutput("nodeAutoScalingGroupNames");
-// Whether the cluster can provision the plugin caches' volumes; false for a cluster from before the output.
+// Whether the cluster can provision the plugin cache's volumes, and snapshot and restore them; false for a
+// cluster from before the output.
 export const ebsCsiDriver = cluster.getOutput("ebsCsiDriver").apply((on) => on === true);
+export const volumeSnapshots = cluster.getOutput("volumeSnapshots").apply((on) => on === true);
 export const stacksRepoURL = config.stacksRepoURL;
 export const stacksNamespace = identity.namespace;
 // ServiceAccounts are named <stackServiceAccount>-<environment> and <stackServiceAccount>-preview.
@@ -108,7 +110,7 @@ export const previewServiceAccountName = identity.preview.serviceAccountName;
 export const previewRoleName = identity.preview.roleName;
 export const previewRoleArn = identity.preview.roleArn;
 export const pulumiAccessTokenSecretName = identity.accessTokenSecretName;
-// The class of the volume each PKO workspace keeps its Pulumi plugins on.
+// The class of the plugin cache's volumes.
 export const pluginCacheStorageClass = storageClass.metadata.name;
 // Karpenter's role and the NodePool workspaces and verification Jobs burst onto.
 export const karpenterRoleArn = burst.roleArn;

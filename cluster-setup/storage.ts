@@ -1,12 +1,11 @@
 import * as k8s from "@pulumi/kubernetes";
+import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 
 /**
- * The StorageClass of the volumes PKO workspaces keep their Pulumi plugins on (kargo's claims name it). Named
- * for that use alone: its volumes go with their claims, so nothing worth keeping belongs on one.
- */
-export const PLUGIN_CACHE_STORAGE_CLASS = "pulumi-plugin-cache";
-
-/**
+ * The StorageClass of the plugin cache's volumes (kargo's seed, and each workspace run's copy restored from
+ * its snapshot). Named for that use alone: its volumes go with their claims, so nothing worth keeping
+ * belongs on one.
+ *
  * Encrypted gp3 volumes from the EBS CSI driver (the cluster project's add-on). A volume is created in the
  * zone of the first pod that mounts it (WaitForFirstConsumer), so that pod is never stuck on a volume in a
  * zone without a node; a deleted claim's volume goes with it (what it holds is a cache). The driver

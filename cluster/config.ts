@@ -30,6 +30,26 @@ export const eksKubernetesVersions = ["1.31", "1.32", "1.33", "1.34", "1.35", "1
 export const EBS_CSI_DRIVER_VERSION = "v1.67.1-eksbuild.1";
 
 /**
+ * The snapshot-controller add-on version the cluster runs beside the EBS CSI driver: the EKS build of
+ * kubernetes-csi/external-snapshotter v8.4.0 (lib/crds/sources.ts types its CRDs from that version). Not checked against AWS from here: `aws eks
+ * describe-addon-versions --addon-name snapshot-controller --kubernetes-version <version>` lists the builds
+ * EKS offers; set cluster:snapshotControllerVersion to one of them if this one is not.
+ */
+export const SNAPSHOT_CONTROLLER_VERSION = "v8.4.0-eksbuild.1";
+
+/**
+ * An EKS add-on build as `aws eks describe-addon-versions` lists them. The example stays a literal: a
+ * Renovate bump of the pin should not change what an error message says.
+ */
+const eksAddonVersion = (addonName: string, example: string) =>
+  z
+    .string()
+    .regex(
+      /^v\d+\.\d+\.\d+-eksbuild\.\d+$/,
+      `must be an EKS add-on version such as "${example}" (aws eks describe-addon-versions --addon-name ${addonName})`,
+    );
+
+/**
  * Pods per node with the VPC CNI's prefix delegation: each address slot of an interface holds a /28 (16
  * addresses), so a t4g.medium could address 3 × 5 × 16 + 2 = 242; the kubelet's own default of 110 is the
  * ceiling EKS uses for instances of fewer than 30 vCPUs. Lower than that: nodeadm reserves 11 MiB of the
@@ -138,15 +158,19 @@ export const clusterConfigSchema = z
       })
       .default("STANDARD"),
     ebsCsiDriver: z
-      .boolean({ error: "must be true (install the EBS CSI driver add-on) or false (the default)" })
+      .boolean({
+        error:
+          "must be true (install the EBS CSI driver and snapshot controller add-ons, the default) or false",
+      })
       .default(true),
-    ebsCsiDriverVersion: z
-      .string()
-      .regex(
-        /^v\d+\.\d+\.\d+-eksbuild\.\d+$/,
-        'must be an EKS add-on version such as "v1.67.1-eksbuild.1" (aws eks describe-addon-versions --addon-name aws-ebs-csi-driver)',
-      )
-      .default(EBS_CSI_DRIVER_VERSION),
+    ebsCsiDriverVersion: eksAddonVersion("aws-ebs-csi-driver", "v1.67.1-eksbuild.1").default(
+      EBS_CSI_DRIVER_VERSION,
+    ),
+    // Installed with the EBS CSI driver: the driver's snapshotter sidecar needs the snapshot CRDs and
+    // controller this add-on brings before a VolumeSnapshot can be taken or restored.
+    snapshotControllerVersion: eksAddonVersion("snapshot-controller", "v8.4.0-eksbuild.1").default(
+      SNAPSHOT_CONTROLLER_VERSION,
+    ),
     ciDeployRoleArn: configFields.iamRoleArn.or(z.literal("")).default(""),
     ciPreviewRoleArn: configFields.iamRoleArn.or(z.literal("")).default(""),
   })

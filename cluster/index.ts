@@ -41,6 +41,8 @@ export = async () => {
     kubernetesVersion: config.kubernetesVersion,
     supportType: config.supportType,
     ebsCsiDriverVersion: config.ebsCsiDriver ? config.ebsCsiDriverVersion : undefined,
+    // Only with the driver: its snapshotter sidecar takes the snapshots the controller asks for.
+    snapshotControllerVersion: config.ebsCsiDriver ? config.snapshotControllerVersion : undefined,
     nodeInstanceTypes: config.nodeInstanceTypes,
     nodeCapacityType: config.nodeCapacityType,
     nodeMinSize: config.nodeMinSize,
@@ -72,6 +74,7 @@ export = async () => {
     nodeAutoScalingGroupNames: cluster.nodeAutoScalingGroupNames,
     controlPlaneLogGroupName: cluster.logGroupName,
     ebsCsiDriver: cluster.ebsCsiDriver,
+    volumeSnapshots: cluster.volumeSnapshots,
     burstNodeInstanceProfile: cluster.burstNodeInstanceProfile,
     nodeMaxPods: config.nodeMaxPods,
     // What burst nodes are made of: the base's architecture (Kubernetes' name for it) and families.

@@ -4,6 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { architectureOf } from "./config";
 import { ebsCsiDriver } from "./ebsCsiDriver";
 import { accessEntryKey } from "./identity";
+import { snapshotController } from "./snapshotController";
 
 export interface PlatformClusterArgs {
   vpcId: pulumi.Input<string>;
@@ -46,6 +47,8 @@ export interface PlatformClusterArgs {
   clusterLogRetentionDays: number;
   /** The EBS CSI driver add-on at this pinned version (`aws eks describe-addon-versions`), or none. */
   ebsCsiDriverVersion: string | undefined;
+  /** The snapshot-controller add-on (and the VolumeSnapshot CRDs) at this pinned version, or none. */
+  snapshotControllerVersion: string | undefined;
   /** "STANDARD": EKS upgrades the cluster at the end of standard support; "EXTENDED": $0.60/h instead. */
   supportType: "STANDARD" | "EXTENDED";
   tags: Record<string, string>;
@@ -90,6 +93,8 @@ export class PlatformCluster extends pulumi.ComponentResource {
   readonly nodeAutoScalingGroupNames: pulumi.Output<string[]>;
   /** Whether the EBS CSI driver runs, so pods can have EBS volumes. */
   readonly ebsCsiDriver: boolean;
+  /** Whether the snapshot controller runs, so the snapshot.storage.k8s.io kinds exist and are acted on. */
+  readonly volumeSnapshots: boolean;
   /** The instance profile of the node role, which burst nodes (Karpenter's) launch with. */
   readonly burstNodeInstanceProfile: pulumi.Output<string>;
 
@@ -250,6 +255,21 @@ export class PlatformCluster extends pulumi.ComponentResource {
           );
     this.ebsCsiDriver = ebs !== undefined;
 
+    const snapshots =
+      args.snapshotControllerVersion === undefined
+        ? undefined
+        : snapshotController(
+            `${name}-snapshot-controller`,
+            {
+              clusterName: cluster.eksCluster.name,
+              version: args.snapshotControllerVersion,
+              tags: args.tags,
+            },
+            this,
+            [nodeGroup],
+          );
+    this.volumeSnapshots = snapshots !== undefined;
+
     // Burst nodes run as the same role, so the access entry EKS keeps for the node group admits them too;
     // Karpenter is handed this profile and needs no IAM permissions of its own to make one.
     const burstProfile = new aws.iam.InstanceProfile(
@@ -260,10 +280,11 @@ export class PlatformCluster extends pulumi.ComponentResource {
     this.burstNodeInstanceProfile = burstProfile.name;
 
     this.clusterName = pulumi.output(args.clusterName);
-    // Depend on the node group and the EBS CSI driver so downstream projects only start once nodes can run
-    // their pods and volumes can be provisioned for them.
+    // Depend on the node group, the EBS CSI driver and the snapshot controller so downstream projects only
+    // start once nodes can run their pods, volumes can be provisioned for them, and the VolumeSnapshot CRDs
+    // cluster-setup's VolumeSnapshotClass needs exist.
     this.kubeconfig = pulumi.secret(
-      pulumi.all([cluster.kubeconfigJson, nodeGroup.urn, ebs?.addon.urn]).apply(([kc]) => kc),
+      pulumi.all([cluster.kubeconfigJson, nodeGroup.urn, ebs?.addon.urn, snapshots?.urn]).apply(([kc]) => kc),
     );
     this.oidcProviderArn = cluster.oidcProviderArn;
     this.oidcProviderUrl = cluster.oidcProviderUrl;

@@ -114,7 +114,6 @@ export = async () => {
       app: githubApp(config),
     },
     pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
-    pluginCacheStorageClass: setup.pluginCacheStorageClass,
   });
   if (!config.gitReadToken)
     pulumi.log.warn(

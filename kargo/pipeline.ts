@@ -37,10 +37,10 @@ export const pipeline: PipelineInput = {
     // its own workspaceImage. Sized for `pulumi up` with the AWS provider; test/capacity checks every program
     // stage's workspace fits beside the platform on the nodes (README, "What the nodes hold").
     workspaceResources: { requests: { cpu: "250m", memory: "640Mi" }, limits: { memory: "1536Mi" } },
-    // 0: every workspace downloads the AWS provider again (about 150 MB). 4 keeps each environment stage's
-    // plugins on an encrypted gp3 volume of 4 GiB across runs; it needs cluster:ebsCsiDriver and a third
-    // node (README, "Per promotion").
-    pluginCacheGiB: 0,
+    // The plugin cache: the providers the programs pin, installed once onto a gp3 volume of this size and
+    // snapshotted; each workspace run gets its own copy and downloads no provider. Needs cluster:ebsCsiDriver
+    // (on in the example). 0 turns it off: every run downloads its providers (docs/capacity-and-cost.md).
+    pluginCacheGiB: 2,
   },
   // Each program's config for an environment is Pulumi.<pulumiStack>.yaml in the program's folder.
   environments: {

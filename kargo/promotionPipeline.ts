@@ -15,7 +15,7 @@ import {
 } from "../lib/pipeline/promotion";
 import { stackAdmissionPolicy } from "../lib/pipeline/admission";
 import { approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
-import { applicationSpec, pluginCacheClaim } from "../lib/pipeline/stack-manifest";
+import { applicationSpec } from "../lib/pipeline/stack-manifest";
 import {
   analysisTemplateKinds,
   analysisTemplateSpec,
@@ -23,6 +23,7 @@ import {
 } from "../lib/pipeline/verification";
 import { stackObjectName } from "../lib/pipeline/names";
 import type { Pipeline } from "../lib/pipeline/schema";
+import { PluginCache } from "./pluginCache";
 
 export interface PromotionPipelineArgs {
   provider: k8s.Provider;
@@ -44,8 +45,6 @@ export interface PromotionPipelineArgs {
   };
   /** The Pulumi Cloud token verification reads updates with (read access is enough). */
   pulumiAccessToken: pulumi.Input<string>;
-  /** cluster-setup's StorageClass for the workspaces' plugin caches. */
-  pluginCacheStorageClass: string;
 }
 
 /**
@@ -227,13 +226,18 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       { ...k8sOpts, dependsOn: [policy] },
     );
 
-    // Each stage's plugin cache exists before its first promotion: a workspace pod naming a missing claim
-    // would never be scheduled. Here, not on the stage branch, because the volume belongs to the stage, not
-    // to a Freight: it keeps its plugins from one promotion to the next and needs no sync to come back.
-    for (const s of p.stacks.pluginCacheGiB > 0 ? programStages(p) : []) {
-      const claim = pluginCacheClaim(p, s, args.pluginCacheStorageClass);
-      new k8s.core.v1.PersistentVolumeClaim(claim.metadata.name, claim, k8sOpts);
-    }
+    // The plugin cache is ready before any stage can promote, so no workspace waits for its first snapshot.
+    // Here, not on a stage branch: it belongs to the pipeline, not to a Freight.
+    const cache =
+      p.stacks.pluginCacheGiB > 0
+        ? [
+            new PluginCache(
+              `${p.project}-plugins`,
+              { provider: args.provider, pipeline: p },
+              { parent: this },
+            ),
+          ]
+        : [];
 
     const stages = new Map<string, kargo.Stage>();
     for (const s of runStages(p)) {
@@ -242,7 +246,10 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         new kargo.Stage(
           `${p.project}-${s.name}`,
           { metadata: { name: s.name, namespace: ns }, spec: stageSpec(p, s) },
-          { ...k8sOpts, dependsOn: [warehouse, task, script, ...templates, ...applications, bound] },
+          {
+            ...k8sOpts,
+            dependsOn: [warehouse, task, script, ...templates, ...applications, bound, ...cache],
+          },
         ),
       );
     }

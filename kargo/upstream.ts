@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { programStages } from "../lib/pipeline/graph";
 import { stackServiceAccount } from "../lib/pipeline/stack-manifest";
 import type { Pipeline } from "../lib/pipeline/schema";
@@ -29,10 +30,12 @@ export interface ClusterSetup {
   /** The read-only identity every preview runs under. */
   previewIdentity: StackIdentity;
   pulumiAccessTokenSecretName: string;
-  /** The StorageClass of the workspaces' plugin caches. */
+  /** The StorageClass of the plugin cache's volumes. */
   pluginCacheStorageClass: string;
   /** Whether the cluster runs the EBS CSI driver, which provisions their volumes. */
   ebsCsiDriver: boolean;
+  /** Whether the cluster runs the CSI snapshot controller, which takes and restores the cache's snapshot. */
+  volumeSnapshots: boolean;
   cognitoUserPoolId: string;
   cognitoRegion: string;
   cognitoIssuerUrl: string;
@@ -76,6 +79,7 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
     pulumiAccessTokenSecretName: await plain("pulumiAccessTokenSecretName"),
     pluginCacheStorageClass: await plain("pluginCacheStorageClass"),
     ebsCsiDriver: await plain("ebsCsiDriver"),
+    volumeSnapshots: await plain("volumeSnapshots"),
     cognitoUserPoolId: await plain("cognitoUserPoolId"),
     cognitoRegion: await plain("cognitoRegion"),
     cognitoIssuerUrl: await plain("cognitoIssuerUrl"),
@@ -119,11 +123,19 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
     );
   }
   // A claim no driver provisions stays Pending, and so would every workspace pod mounting it.
-  if (p.stacks.pluginCacheGiB > 0 && !setup.ebsCsiDriver) {
+  if (p.stacks.pluginCacheGiB > 0 && !(setup.ebsCsiDriver && setup.volumeSnapshots)) {
+    const missing = setup.ebsCsiDriver ? "no CSI snapshot controller" : "no EBS CSI driver";
     problems.push(
-      `pipeline stacks.pluginCacheGiB is ${p.stacks.pluginCacheGiB}, but the cluster runs no EBS CSI driver to provision the plugin caches; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0`,
+      `pipeline stacks.pluginCacheGiB is ${p.stacks.pluginCacheGiB}, but the cluster runs ${missing} to seed and restore the plugin cache; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0`,
     );
   }
+  if (p.stacks.pluginCacheGiB > 0)
+    same(
+      "stacks.pluginCacheGiB's StorageClass",
+      PLUGIN_CACHE_STORAGE_CLASS,
+      setup.pluginCacheStorageClass,
+      "pluginCacheStorageClass",
+    );
   // Each environment runs under its own identity and every preview under the read-only one.
   const environments = Object.keys(setup.stackIdentities);
   for (const env of Object.keys(p.environments).filter((e) => !environments.includes(e))) {

@@ -237,8 +237,10 @@ export const kubeSystemPods: PodGroup[] = [
 /**
  * The EBS CSI driver add-on (cluster/ebsCsiDriver.ts), when the cluster runs it, at its chart's defaults
  * (kubernetes-sigs/aws-ebs-csi-driver charts/aws-ebs-csi-driver values.yaml and templates/controller.yaml):
- * 10m/40Mi for every container, the sidecars taking the controller's; two controller replicas of five
- * containers (no snapshotter without the snapshot CRDs), and a node pod of three containers on each node.
+ * 10m/40Mi for every container, the sidecars taking the controller's; two controller replicas of six
+ * containers, the csi-snapshotter among them, as the chart adds it once the snapshot CRDs exist and the
+ * snapshot-controller add-on that brings them is always installed with the driver (cluster/index.ts); and a
+ * node pod of three containers on each node.
  */
 export const ebsCsiDriverPods: PodGroup[] = [
   {
@@ -246,7 +248,7 @@ export const ebsCsiDriverPods: PodGroup[] = [
     name: "ebs-csi-controller",
     kind: "Deployment",
     replicas: 2,
-    requests: { cpu: 5 * 10, memory: 5 * 40 },
+    requests: { cpu: 6 * 10, memory: 6 * 40 },
   },
   {
     owner: "kube-system",
@@ -254,6 +256,22 @@ export const ebsCsiDriverPods: PodGroup[] = [
     kind: "DaemonSet",
     replicas: 1,
     requests: { cpu: 3 * 10, memory: 3 * 40 },
+  },
+];
+
+/**
+ * The snapshot-controller add-on (cluster/snapshotController.ts), when the cluster runs it, as upstream
+ * deploys it (kubernetes-csi/external-snapshotter deploy/kubernetes/snapshot-controller/
+ * setup-snapshot-controller.yaml, v8.4.0): two replicas requesting nothing, so they take pod slots only. The
+ * EKS build's own manifest, and any requests it sets, could not be read here.
+ */
+export const snapshotControllerPods: PodGroup[] = [
+  {
+    owner: "kube-system",
+    name: "snapshot-controller",
+    kind: "Deployment",
+    replicas: 2,
+    requests: { cpu: 0, memory: 0 },
   },
 ];
 

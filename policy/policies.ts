@@ -2,6 +2,7 @@
 // the analyzer when constructed) so that tests, and `npm run plan -- --diff`, run the same policies over the
 // offline plan (policy/offline.ts).
 import type { ResourceValidationArgs, ResourceValidationPolicy } from "@pulumi/policy";
+import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 
 const WORLD = ["0.0.0.0/0", "::/0"];
 const isMap = (v: unknown): v is Record<string, unknown> =>
@@ -127,12 +128,21 @@ export const DATA_HOLDING_TYPES = [
   "kubernetes:core/v1:PersistentVolumeClaim",
 ];
 
+/**
+ * A claim of the plugin cache's class holds only plugins its seed Job installs again (kargo/pluginCache.ts),
+ * and is replaced whenever the providers change: protecting it would stop every reseed.
+ */
+const isPluginCacheClaim = (args: ResourceValidationArgs) =>
+  args.type === "kubernetes:core/v1:PersistentVolumeClaim" &&
+  (args.props as { spec?: { storageClassName?: unknown } }).spec?.storageClassName ===
+    PLUGIN_CACHE_STORAGE_CLASS;
+
 const dataProtected: ResourceValidationPolicy = {
   name: "data-protected",
   description:
     "Every resource that holds data is protected (`protect: true`), so no change deletes it unnoticed.",
   validateResource: (args, report) => {
-    if (DATA_HOLDING_TYPES.includes(args.type) && !args.opts.protect)
+    if (DATA_HOLDING_TYPES.includes(args.type) && !args.opts.protect && !isPluginCacheClaim(args))
       report(`${args.type} holds data and is not protected; set the resource option protect: true`);
   },
 };

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { allocatable, capacity } from "../lib/capacity";
+import { allocatable, capacity, snapshotControllerPods } from "../lib/capacity";
 import { ancestors, programStages, runStages, type ProgramStage } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
@@ -96,7 +96,9 @@ describe("capacity of the fixed base", () => {
       expect(names).not.toContain(trimmed);
     expect(groups.find((g) => g.name === "argo-rollouts")!.replicas).toBe(1);
     // Every platform pod asks for what it needs, so the scheduler never packs workspaces onto used memory.
-    for (const g of groups.filter((g) => g.kind !== "DaemonSet"))
+    // The snapshot controller's requests are the EKS add-on's own, which we neither set nor can read.
+    const unset = new Set(snapshotControllerPods.map((g) => g.name));
+    for (const g of groups.filter((g) => g.kind !== "DaemonSet" && !unset.has(g.name)))
       expect(g.requests.memory, `${g.name} requests memory`).toBeGreaterThan(0);
   });
 
@@ -138,7 +140,7 @@ describe("capacity of the fixed base", () => {
     expect(page).toContain(capacityTable(planned));
   });
 
-  it("counts the EBS CSI driver's pods when the cluster runs it, and none when it is off", async () => {
+  it("counts the EBS CSI driver's and the snapshot controller's pods when the cluster runs them, and none when off", async () => {
     const [, ...rest] = await planChain();
     const off = plannedCapacity(
       [await planProject("cluster", { "cluster:ebsCsiDriver": false }), ...rest],
@@ -148,7 +150,32 @@ describe("capacity of the fixed base", () => {
     expect(added.map((g) => `${g.name} ${g.kind} ${g.replicas}`)).toEqual([
       "ebs-csi-controller Deployment 2",
       "ebs-csi-node DaemonSet 1",
+      "snapshot-controller Deployment 2",
     ]);
-    expect(planned.report.total.pods).toBe(off.report.total.pods + 2 + planned.nodes);
+    expect(planned.report.total.pods).toBe(off.report.total.pods + 2 + planned.nodes + 2);
+    // Six containers of 10m/40Mi per controller replica: the csi-snapshotter runs once the snapshot CRDs exist.
+    expect(added.find((g) => g.name === "ebs-csi-controller")!.requests).toEqual({ cpu: 60, memory: 240 });
+    // Pod slots only: upstream's Deployment requests nothing.
+    expect(added.find((g) => g.name === "snapshot-controller")!.requests).toEqual({ cpu: 0, memory: 0 });
+    const kubeSystem = (p: PlannedCapacity) => capacityTable(p).split("\n")[2]!.split("|")[1]!.trim();
+    expect(kubeSystem(planned)).toBe(
+      "kube-system (aws-node, kube-proxy, ebs-csi-node on each node; two coredns, two ebs-csi-controller, two snapshot-controller)",
+    );
+    expect(kubeSystem(off)).toBe("kube-system (aws-node, kube-proxy on each node; two coredns)");
+  });
+
+  it("counts the snapshot controller only where the plan installs its add-on", async () => {
+    const [cluster, ...rest] = await planChain();
+    // The EBS CSI driver without the snapshot controller: only the add-on's presence in the plan decides.
+    const withoutSnapshots = {
+      ...cluster!,
+      resources: cluster!.resources.filter(
+        (r) => !(r.type === "aws:eks/addon:Addon" && r.inputs.addonName === "snapshot-controller"),
+      ),
+    };
+    const names = plannedCapacity([withoutSnapshots, ...rest], pipeline).groups.map((g) => g.name);
+    expect(names).toContain("ebs-csi-controller");
+    expect(names).not.toContain("snapshot-controller");
+    expect(planned.groups.map((g) => g.name)).toContain("snapshot-controller");
   });
 });

@@ -48,7 +48,7 @@ describe("cluster rejects bad config before registering anything", () => {
     [
       "an EBS CSI driver switch that is not a boolean",
       { "cluster:ebsCsiDriver": "yes" },
-      /cluster:ebsCsiDriver: must be true \(install the EBS CSI driver add-on\) or false \(the default\)/,
+      /cluster:ebsCsiDriver: must be true \(install the EBS CSI driver and snapshot controller add-ons, the default\) or false/,
     ],
     [
       "an EBS CSI driver version that is not an EKS add-on build",

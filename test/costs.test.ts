@@ -13,8 +13,8 @@ import {
   type CostItem as Item,
   type PricedResource,
 } from "../lib/cli/plan/costs";
-import { programStages } from "../lib/pipeline/graph";
-import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
+import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
+import type { Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { planChain, readStackConfig } from "../lib/cli/plan/projects";
 import { docPages } from "../lib/markdown";
@@ -41,6 +41,20 @@ function readmeCostTable(): { rows: Item[]; total: number } {
 
 const pipeline = validatePipeline(definition);
 
+/** What the plan prices that depends on the pipeline: the plugin cache, if any, and nothing per stage. */
+const cacheTypes = [
+  "kubernetes:core/v1:PersistentVolumeClaim",
+  "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot",
+];
+function cacheOf(p: Pipeline): PricedResource[] {
+  if (p.stacks.pluginCacheGiB === 0) return [];
+  const o = pluginCacheObjects(p);
+  return [
+    { type: cacheTypes[0]!, name: o.claim.metadata.name, inputs: o.claim },
+    { type: cacheTypes[1]!, name: o.snapshot.metadata.name, inputs: o.snapshot },
+  ];
+}
+
 describe("what the platform costs idle", () => {
   let items: Item[];
   let resources: PricedResource[];
@@ -62,53 +76,49 @@ describe("what the platform costs idle", () => {
       expect(fs.readFileSync(page, "utf8"), page).toContain(`**$${total.toFixed(2)} a month**`);
   });
 
-  it("prices each plugin cache claim as a gp3 volume of its size, when the pipeline asks for them", () => {
+  it("prices the plugin cache as its seed volume and a snapshot of at most its size, whatever the stages", () => {
+    const fixed = resources.filter((r) => !cacheTypes.includes(r.type));
+    // What the plan holds is exactly this model of the cache.
+    expect(fixed.length + cacheOf(pipeline).length).toBe(resources.length);
     const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
-    const storageClass = resources.find((r) => r.type === "kubernetes:storage.k8s.io/v1:StorageClass")!;
-    const claims = programStages(on).map((s) => ({
-      type: "kubernetes:core/v1:PersistentVolumeClaim",
-      name: `${on.project}-${s.name}-plugins`,
-      inputs: pluginCacheClaim(on, s, (storageClass.inputs.metadata as { name: string }).name),
-    }));
-    const estimate = monthlyCost([...resources, ...claims]);
+    const estimate = monthlyCost([...fixed, ...cacheOf(on)]);
     expect(estimate.unpriced).toEqual([]);
-    expect(estimate.items.filter((i) => !items.some((d) => d.item === i.item))).toEqual([
-      { item: `4 GiB gp3 plugin cache volume × ${claims.length}`, monthly: cents(claims.length * 4 * 0.08) },
+    expect(estimate.items.filter((i) => !monthlyCost(fixed).items.some((d) => d.item === i.item))).toEqual([
+      { item: "4 GiB gp3 plugin cache seed volume", monthly: cents(4 * 0.08) },
+      { item: "plugin cache snapshot, at most 4 GB", monthly: cents(4 * 0.05) },
     ]);
     // A class the model has no price for is said, not priced at zero.
-    const other = claims.map((c) => ({
-      ...c,
-      inputs: { ...c.inputs, spec: { ...c.inputs.spec, storageClassName: "io2" } },
-    }));
-    expect(monthlyCost([...resources, ...other]).unpriced).toHaveLength(claims.length);
+    const [claim, snapshot] = cacheOf(on);
+    const io2 = {
+      ...claim!,
+      inputs: { ...claim!.inputs, spec: { ...(claim!.inputs.spec as object), storageClassName: "io2" } },
+    };
+    expect(monthlyCost([...fixed, io2, snapshot!]).unpriced).toHaveLength(2);
   });
 
   it("is the same, at most $195 a month, for the example and for ten more environments", () => {
-    // What the plan prices that depends on the pipeline: a plugin cache claim per program stage, if any.
-    const storageClass = resources.find((r) => r.type === "kubernetes:storage.k8s.io/v1:StorageClass")!;
-    const className = (storageClass.inputs.metadata as { name: string }).name;
-    const claimsOf = (p: typeof pipeline) =>
-      p.stacks.pluginCacheGiB > 0
-        ? programStages(p).map((s) => ({
-            type: "kubernetes:core/v1:PersistentVolumeClaim",
-            name: `${p.project}-${s.name}-plugins`,
-            inputs: pluginCacheClaim(p, s, className),
-          }))
-        : [];
-    const fixed = resources.filter((r) => r.type !== "kubernetes:core/v1:PersistentVolumeClaim");
-    expect(fixed.length + claimsOf(pipeline).length).toBe(resources.length);
-    const example = monthlyCost([...fixed, ...claimsOf(pipeline)]).total;
-    const more = monthlyCost([...fixed, ...claimsOf(withMoreEnvironments(definition, 10))]).total;
+    const fixed = resources.filter((r) => !cacheTypes.includes(r.type));
+    expect(fixed.length + cacheOf(pipeline).length).toBe(resources.length);
+    const example = monthlyCost([...fixed, ...cacheOf(pipeline)]).total;
+    const more = monthlyCost([...fixed, ...cacheOf(withMoreEnvironments(definition, 10))]).total;
     expect(more).toBe(example);
     expect(example).toBeLessThanOrEqual(195);
   });
 
-  it("prices a promotion's burst node by the minute: instance, root volume and the image pulled through NAT", () => {
+  it("prices a promotion's burst node by the minute: instance, root volume, the run's plugins volume and what is pulled through NAT", () => {
     const ten = burstCost("t4g.medium", 10);
     expect(ten.node).toBeCloseTo((0.0336 * 10) / 60, 10);
     expect(ten.rootVolume).toBeCloseTo((20 * 0.08 * 10) / (730 * 60), 10);
     expect(ten.imagePull).toBeCloseTo(0.5 * 0.045, 10);
     expect(ten.total).toBeCloseTo(ten.node + ten.rootVolume + ten.imagePull, 10);
+    // With the cache, the run restores its plugins onto a volume of its own and downloads no provider.
+    const cached = burstCost("t4g.medium", 10, 2);
+    expect(cached.pluginVolume).toBeCloseTo((2 * 0.08 * 10) / (730 * 60), 10);
+    expect(cached.imagePull).toBeLessThan(ten.imagePull);
+    expect(cached.total).toBeCloseTo(
+      cached.node + cached.rootVolume + cached.pluginVolume + cached.imagePull,
+      10,
+    );
     expect(burstCost("t4g.medium", 20).node).toBeCloseTo(2 * ten.node, 10);
     expect(() => burstCost("m7g.metal", 10)).toThrow(/no hourly price for m7g.metal/);
   });
@@ -117,6 +127,10 @@ describe("what the platform costs idle", () => {
     const estimate = monthlyCost(resources);
     const page = fs.readFileSync(docPages.capacityAndCost, "utf8");
     expect(page).toContain(promotionTable(estimate.perPromotion!));
+    // The README's front door states the same figure, rounded to cents.
+    expect(fs.readFileSync(docPages.readme, "utf8")).toContain(
+      `about **$${estimate.perPromotion!.total.toFixed(2)} per workspace run**`,
+    );
     const longer = monthlyCost(
       (
         await planChain({

@@ -94,6 +94,15 @@ describe("which projects a deploy run deploys", () => {
     }
   });
 
+  it("deploys kargo when a promoted program's lock file changes (the provider versions its plugin cache seeds)", () => {
+    for (const x of validated.programs) {
+      for (const lock of ["package-lock.json", "uv.lock", "go.mod"]) {
+        const base = git("rev-parse", "HEAD");
+        expect(deployed(planAt(commit(`${x.dir}/${lock}`), [base])), `${x.name} ${lock}`).toEqual(["kargo"]);
+      }
+    }
+  });
+
   it("deploys every project when shared code changed", () => {
     const base = git("rev-parse", "HEAD");
     const head = commit("lib/pipeline/schema.ts");

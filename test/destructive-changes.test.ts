@@ -3,6 +3,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
+import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { environmentStages, programStages, runStages } from "../lib/pipeline/graph";
 import { freightLinks, stageLinks, stageSpec } from "../lib/pipeline/promotion";
 import { approverGroups, approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
@@ -127,6 +128,9 @@ describe("which previews stop on destructive changes", () => {
         ]),
       ),
       previewIdentity: { serviceAccountName: `${pipeline.stacks.serviceAccountName}-preview` },
+      ebsCsiDriver: true,
+      volumeSnapshots: true,
+      pluginCacheStorageClass: PLUGIN_CACHE_STORAGE_CLASS,
     } as unknown as ClusterSetup;
     expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow();
     const misspelt = `${pipeline.environments[last.name]!.destructiveChangeApprovers[0]}x`;

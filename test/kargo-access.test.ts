@@ -1,14 +1,15 @@
 // Who and what the kargo project's pipeline objects, as planned from kargo/pipeline.ts, let act: each gate's
-// approver roles and Cognito groups, the Argo CD Applications that deploy each program stage and their plugin
-// cache claims, the credentials, each program's AWS permissions in each environment's identity, and the
-// agreement with cluster-setup. The Stages, Warehouse and promotion policies are kargo.test.ts's.
+// approver roles and Cognito groups, the Argo CD Applications that deploy each program stage, the plugin
+// cache, the credentials, each program's AWS permissions in each environment's identity, and the agreement
+// with cluster-setup. The Stages, Warehouse and promotion policies are kargo.test.ts's.
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline/access";
 import { programStages } from "../lib/pipeline/graph";
 import { names, stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
-import { pluginCacheClaim } from "../lib/pipeline/stack-manifest";
+import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
+import { withMoreEnvironments } from "./capacity-support";
 import { approverGroups } from "../lib/pipeline/rbac";
 import { type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -104,53 +105,49 @@ describe("kargo project", () => {
     expect(new Set(apps.map((a) => a.spec.source.directory.include)).size).toBe(apps.length);
   });
 
-  it("gives each program stage its own plugin cache claim of cluster-setup's StorageClass when the pipeline asks for one, and none otherwise", () => {
+  it("keeps one plugin cache for the whole pipeline, whatever its stages: a seed claim, its Job and one snapshot every workspace restores", () => {
     const claims = ofKind("PersistentVolumeClaim");
-    const cached = pipeline.stacks.pluginCacheGiB > 0 ? programStageNames(pipeline) : [];
-    expect(claims.map((c) => c.metadata.name).sort()).toEqual(
-      cached.map((s) => `${stackObjectName(pipeline, s)}-plugins`).sort(),
-    );
-    for (const claim of claims) {
-      expect(claim.metadata.namespace).toBe(pipeline.stacks.namespace);
-      expect(claim.spec.storageClassName).toBe(setup.outputs.pluginCacheStorageClass);
-    }
-    // What a pipeline with a cache gets, stage by stage: a claim of its own, of the size asked for.
-    const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 6 } });
-    const onStages = programStages(on);
-    expect(onStages).toHaveLength(on.programs.length * on.stages.filter((s) => s.kind !== "gate").length);
-    for (const s of onStages) {
-      expect(pluginCacheClaim(on, s, "pulumi-plugin-cache")).toEqual({
-        metadata: {
-          name: `${on.project}-${s.name}-plugins`,
-          namespace: on.stacks.namespace,
-          labels: { "app.kubernetes.io/part-of": on.project, "app.kubernetes.io/instance": s.name },
-        },
-        spec: {
-          accessModes: ["ReadWriteOnce"],
-          storageClassName: "pulumi-plugin-cache",
-          resources: { requests: { storage: "6Gi" } },
-        },
-      });
-    }
-    const claimNames = onStages.map((s) => pluginCacheClaim(on, s, "x").metadata.name);
-    expect(new Set(claimNames).size).toBe(onStages.length);
+    const snapshots = ofKind("VolumeSnapshot");
+    const on = pipeline.stacks.pluginCacheGiB > 0;
+    expect(claims).toHaveLength(on ? 1 : 0);
+    expect(snapshots).toHaveLength(on ? 1 : 0);
+    if (!on) return;
+    const o = pluginCacheObjects(pipeline);
+    expect(claims[0]!.metadata).toMatchObject(o.claim.metadata);
+    expect(claims[0]!.spec.storageClassName).toBe(setup.outputs.pluginCacheStorageClass);
+    expect(snapshots[0]!.spec.source.persistentVolumeClaimName).toBe(claims[0]!.metadata.name);
+    expect(ofKind("Job").map((j) => j.metadata.name)).toContain(o.job.metadata.name);
+    // The same objects for a pipeline with more environments: the cache does not grow with them.
+    const more = withMoreEnvironments(definition, 10);
+    expect(pluginCacheObjects(more)).toEqual(o);
   });
 
-  it("refuses a plugin cache on a cluster without the EBS CSI driver, naming both settings", () => {
+  it("refuses a plugin cache on a cluster without the EBS CSI driver or the snapshot controller, naming the settings", () => {
     const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
+    const off = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 0 } });
     const outputs = setup.upstream.outputs as Record<string, any>;
-    const upstream = (ebsCsiDriver: boolean) =>
+    const upstream = (ebsCsiDriver: boolean, volumeSnapshots: boolean) =>
       ({
         ...outputs,
         network: {},
         previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
         ebsCsiDriver,
+        volumeSnapshots,
       }) as unknown as ClusterSetup;
-    expect(() => checkAgainstClusterSetup(on, upstream(false))).toThrow(
-      "pipeline stacks.pluginCacheGiB is 4, but the cluster runs no EBS CSI driver to provision the plugin caches; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0",
+    expect(() => checkAgainstClusterSetup(on, upstream(false, false))).toThrow(
+      "pipeline stacks.pluginCacheGiB is 4, but the cluster runs no EBS CSI driver to seed and restore the plugin cache; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0",
     );
-    expect(() => checkAgainstClusterSetup(on, upstream(true))).not.toThrow();
-    expect(() => checkAgainstClusterSetup(pipeline, upstream(false))).not.toThrow();
+    expect(() => checkAgainstClusterSetup(on, upstream(true, false))).toThrow(
+      "pipeline stacks.pluginCacheGiB is 4, but the cluster runs no CSI snapshot controller to seed and restore the plugin cache; set cluster:ebsCsiDriver true and pulumi up cluster and cluster-setup first, or set stacks.pluginCacheGiB to 0",
+    );
+    expect(() => checkAgainstClusterSetup(on, upstream(true, true))).not.toThrow();
+    expect(() => checkAgainstClusterSetup(off, upstream(false, false))).not.toThrow();
+    // The manifests name the class without reading cluster-setup: another class there is said.
+    expect(() =>
+      checkAgainstClusterSetup(on, { ...upstream(true, true), pluginCacheStorageClass: "other" }),
+    ).toThrow(
+      /pipeline stacks.pluginCacheGiB's StorageClass is "pulumi-plugin-cache" but cluster-setup's pluginCacheStorageClass is "other"/,
+    );
   });
 
   it("labels the git credentials for Kargo and keeps every credential secret", () => {

@@ -98,6 +98,7 @@ export function withExtraProgram(p: Pipeline): Pipeline {
     runtime: "yaml",
     workspaceImage: WORKSPACE_IMAGES.yaml!,
     resources: p.stacks.workspaceResources,
+    plugins: [],
   };
   return { ...p, programs: [...p.programs, extra] };
 }

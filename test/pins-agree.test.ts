@@ -158,6 +158,26 @@ describe("pins that must agree", () => {
     });
   }
 
+  // Renovate bumps each in all three files at once; a hand edit of one, or a new file, must not slip by.
+  it("the cluster's EKS version and each EKS add-on build: Pulumi.yaml, the example stack and config.ts state one version", () => {
+    const cluster = repositoryPins(repositoryFiles()).filter(
+      (p) => p.kind === "kubernetes" || p.kind === "EKS add-on",
+    );
+    const names = [...new Set(cluster.map((p) => p.name))];
+    expect(names).toEqual(
+      expect.arrayContaining(["EKS Kubernetes version", "aws-ebs-csi-driver", "snapshot-controller"]),
+    );
+    for (const name of names) {
+      const own = cluster.filter((p) => p.name === name);
+      expect(own.map((p) => p.file).sort(), name).toEqual([
+        "cluster/Pulumi.example.yaml",
+        "cluster/Pulumi.yaml",
+        "cluster/config.ts",
+      ]);
+      expect(disagreements(own.map((p) => side(`${p.file} ${name}`, p.value))), name).toEqual([]);
+    }
+  });
+
   it("a figure of another version, or a pin moved alone, is named with both sides", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pins-agree-"));
     fs.writeFileSync(

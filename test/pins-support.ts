@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import ts from "typescript";
 import { parse as parseYaml } from "yaml";
-import { EBS_CSI_DRIVER_VERSION, clusterConfigSchema } from "../cluster/config";
+import { EBS_CSI_DRIVER_VERSION, SNAPSHOT_CONTROLLER_VERSION, clusterConfigSchema } from "../cluster/config";
 import { pinned } from "../lib/crds/sources";
 import { VERIFICATION_IMAGE, WORKSPACE_IMAGES } from "../lib/pipeline/schema";
 
@@ -152,7 +152,7 @@ const imagePin = (file: string, image: string): Pin => {
   return { file, name: image.slice(0, at), value: image.slice(at + 1), kind: "image" };
 };
 
-/** The cluster project's Kubernetes version and EBS CSI add-on build, wherever it states them. */
+/** The cluster project's Kubernetes version and EKS add-on builds, wherever it states them. */
 function clusterPins(): Pin[] {
   const project = parseYaml(read("cluster/Pulumi.yaml")) as { config: Record<string, { default?: unknown }> };
   const example = parseYaml(read("cluster/Pulumi.example.yaml")) as { config: Record<string, unknown> };
@@ -164,12 +164,16 @@ function clusterPins(): Pin[] {
     value: String(value),
     kind: "kubernetes",
   });
-  const ebs = (file: string, value: unknown): Pin => ({
-    file,
-    name: "aws-ebs-csi-driver",
-    value: String(value),
-    kind: "EKS add-on",
-  });
+  const addon =
+    (name: string) =>
+    (file: string, value: unknown): Pin => ({
+      file,
+      name,
+      value: String(value),
+      kind: "EKS add-on",
+    });
+  const ebs = addon("aws-ebs-csi-driver");
+  const snapshots = addon("snapshot-controller");
   return [
     eks("cluster/Pulumi.yaml", project.config.kubernetesVersion!.default),
     eks("cluster/Pulumi.example.yaml", example.config["cluster:kubernetesVersion"]),
@@ -177,6 +181,9 @@ function clusterPins(): Pin[] {
     ebs("cluster/Pulumi.yaml", project.config.ebsCsiDriverVersion!.default),
     ebs("cluster/Pulumi.example.yaml", example.config["cluster:ebsCsiDriverVersion"]),
     ebs("cluster/config.ts", EBS_CSI_DRIVER_VERSION),
+    snapshots("cluster/Pulumi.yaml", project.config.snapshotControllerVersion!.default),
+    snapshots("cluster/Pulumi.example.yaml", example.config["cluster:snapshotControllerVersion"]),
+    snapshots("cluster/config.ts", SNAPSHOT_CONTROLLER_VERSION),
   ];
 }
 

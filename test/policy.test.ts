@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline } from "../kargo/pipeline";
 import { checkResources, type PlannedResource } from "../policy/offline";
 import { PUBLIC_LISTENER_PORTS, policies } from "../policy/policies";
+import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import type { ProjectPlan } from "../lib/cli/plan/diff";
 import { programPlans } from "../lib/cli/plan/diff-program";
 import { planChain, repoRoot } from "../lib/cli/plan/projects";
@@ -165,6 +166,19 @@ describe("the policy pack", () => {
       r.options.protect = false;
       expect(await violations("data-protected", r), r.type).toHaveLength(1);
     }
+    // The plugin cache's seed claim holds what its Job installs again, and is replaced on every reseed; a
+    // claim of any other class holds data.
+    const claimOf = (storageClassName: string) => {
+      const claim = resourceLike(
+        "aws:cognito/userPool:UserPool",
+        "kubernetes:core/v1:PersistentVolumeClaim",
+        "zz-claim",
+        { spec: { storageClassName, resources: { requests: { storage: "2Gi" } } } },
+      );
+      return { ...claim, options: { ...claim.options, protect: false } };
+    };
+    expect(await violations("data-protected", claimOf(PLUGIN_CACHE_STORAGE_CLASS))).toEqual([]);
+    expect(await violations("data-protected", claimOf("gp3"))).toHaveLength(1);
   });
 
   it("versions-pinned: every chart has an exact version and no image is `latest`", async () => {

@@ -9,6 +9,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { programStages, type ProgramStage } from "../lib/pipeline/graph";
 import { stackManifestFile, stackObjectName } from "../lib/pipeline/names";
 import { promotionTaskSpec } from "../lib/pipeline/promotion";
+import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
 import { stackManifest, workspaceEnv } from "../lib/pipeline/stack-manifest";
 import { MAX_STACK_NAME, WORKSPACE_IMAGES, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -172,8 +173,9 @@ describe("stacks/", () => {
     }
   });
 
-  it("keeps PULUMI_HOME on an emptyDir of the pod; with a plugin cache, only PULUMI_HOME/plugins outlives it, on a claim of the Stack's own stage, writable to uid 1000", () => {
+  it("keeps PULUMI_HOME on an emptyDir of the pod; with the plugin cache, PULUMI_HOME/plugins is a volume of the run's own, restored from the one snapshot and gone with the pod, writable to uid 1000", () => {
     const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
+    const off = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 0 } });
     const templates = (p: typeof pipeline) =>
       programStages(p).map((s) => ({ s, ws: stackManifest(p, s).spec.workspaceTemplate!.spec! }));
     const mountsOf = (pod: any) =>
@@ -183,12 +185,12 @@ describe("stacks/", () => {
       >;
     const volumeAt = (pod: any, mountPath: string) =>
       pod.volumes.find((v: { name: string }) => v.name === mountsOf(pod)[mountPath]);
-    const claims = new Set<string>();
     for (const [p, cached] of [
       [pipeline, pipeline.stacks.pluginCacheGiB > 0],
       [on, true],
+      [off, false],
     ] as const) {
-      for (const { s, ws } of templates(p)) {
+      for (const { ws } of templates(p)) {
         const home = ws.env!.find((e) => e.name === "PULUMI_HOME")!.value!;
         const pod = ws.podTemplate!.spec as any;
         // Merged by name into PKO's own container (containers' patch merge key).
@@ -204,20 +206,27 @@ describe("stacks/", () => {
         // PKO's restricted profile runs as uid/gid 1000 and sets no fsGroup (v2.9.0 workspace_controller.go).
         expect(pod.securityContext).toEqual({ fsGroup: 1000, fsGroupChangePolicy: "OnRootMismatch" });
         expect(Object.keys(mountsOf(pod)).sort()).toEqual([home, `${home}/plugins`]);
-        expect(volumeAt(pod, `${home}/plugins`).persistentVolumeClaim).toEqual({
-          claimName: `${stackObjectName(p, s.name)}-plugins`,
+        const plugins = volumeAt(pod, `${home}/plugins`);
+        // An ephemeral volume, never a claim by name: no two runs (nor two stages) share what one wrote.
+        expect(plugins.persistentVolumeClaim).toBeUndefined();
+        expect(plugins.ephemeral.volumeClaimTemplate.spec).toEqual({
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: pluginCacheObjects(p).claim.spec.storageClassName,
+          resources: { requests: { storage: `${p.stacks.pluginCacheGiB}Gi` } },
+          dataSource: {
+            apiGroup: "snapshot.storage.k8s.io",
+            kind: "VolumeSnapshot",
+            name: pluginCacheObjects(p).snapshot.metadata.name,
+          },
         });
-        claims.add(volumeAt(pod, `${home}/plugins`).persistentVolumeClaim.claimName);
       }
     }
-    // One claim per Stack: a ReadWriteOnce volume attaches to one node, and a preview and its environment's
-    // update can run at once, as can two programs' stages.
-    expect(claims.size).toBe(templates(on).length);
     // The Stacks with a cache pass PKO's CRD schema as the ones in stacks/ do (test/kube applies those).
     const withCache = programStages(on).map((s) => stackManifest(on, s));
     expect(getValidator().validate(withCache as KubeObject[]).errors).toEqual([]);
     const misspelt = structuredClone(withCache[0]!) as any;
-    misspelt.spec.workspaceTemplate.spec.podTemplate.spec.volumes[1].persistentVolumeClaim.claim = "x";
+    misspelt.spec.workspaceTemplate.spec.podTemplate.spec.volumes[1].ephemeral.volumeClaimTemplate.claim =
+      "x";
     expect(getValidator().validate([misspelt]).errors).not.toEqual([]);
   });
 

@@ -25,6 +25,7 @@ interface PackageRule {
   groupName?: string;
   enabled?: boolean;
   matchPackageNames?: string[];
+  matchDepNames?: string[];
   matchManagers?: string[];
 }
 const config = JSON5.parse(fs.readFileSync(path.join(root, "renovate.json5"), "utf8")) as {
@@ -46,6 +47,7 @@ function regexOf(pattern: string): RegExp {
 interface Capture {
   manager: CustomManager;
   file: string;
+  depName: string;
   packageName: string;
   currentValue: string;
 }
@@ -63,6 +65,7 @@ function captures(manager: CustomManager): { byPattern: Map<string, Capture[]>; 
           return {
             manager,
             file,
+            depName,
             packageName: m.groups?.packageName ?? manager.packageNameTemplate ?? depName,
             currentValue: m.groups!.currentValue!,
           };
@@ -123,14 +126,21 @@ describe("renovate.json5 custom managers", () => {
   });
 });
 
-/** The group a package lands in: the first packageRule with a groupName whose names match it. */
-function groupOf(packageName: string): string | undefined {
+const matchesName = (names: string[], name: string) =>
+  names.some((n) => (n.startsWith("/") ? regexOf(n).test(name) : n === name));
+
+/**
+ * The group a package lands in: the first packageRule with a groupName whose names match it, matchPackageNames
+ * against its packageName and matchDepNames against its depName, as Renovate compares them
+ * (lib/util/package-rules/package-names.ts, dep-names.ts).
+ */
+function groupOf(packageName: string, depName = packageName): string | undefined {
   return config.packageRules.find(
     (r) =>
       r.groupName &&
-      r.matchPackageNames?.some((n) =>
-        n.startsWith("/") ? regexOf(n).test(packageName) : n === packageName,
-      ),
+      (r.matchPackageNames !== undefined || r.matchDepNames !== undefined) &&
+      (r.matchPackageNames === undefined || matchesName(r.matchPackageNames, packageName)) &&
+      (r.matchDepNames === undefined || matchesName(r.matchDepNames, depName)),
   )?.groupName;
 }
 
@@ -186,6 +196,30 @@ describe("renovate.json5 groups", () => {
       expect(new Set(own.map((p) => groupOf(packageOf(p) ?? "?"))), groups.join("\n")).toEqual(
         new Set([component.name]),
       );
+    });
+  }
+});
+
+describe("renovate.json5 EKS add-ons", () => {
+  const addons = [...new Set(pins.filter((p) => p.kind === "EKS add-on").map((p) => p.name))];
+
+  it("are the add-ons the cluster project pins", () => {
+    expect(addons.sort()).toEqual(["aws-ebs-csi-driver", "snapshot-controller"]);
+  });
+
+  for (const addon of addons) {
+    it(`${addon}: every pin of its build is looked up as that add-on and moves in one pull request`, () => {
+      const own = pins.filter((p) => p.kind === "EKS add-on" && p.name === addon);
+      const caps = own.map((p) =>
+        captured.find((c) => c.file === p.file && bare(c.currentValue) === bare(p.value))!,
+      );
+      expect(caps.every(Boolean), "each pin is captured").toBe(true);
+      // The aws-eks-addon datasource looks the build up by the add-on the JSON names.
+      for (const c of caps) expect(JSON.parse(c.packageName), c.file).toEqual({ addonName: addon });
+      const groups = caps.map((c) => groupOf(c.packageName, c.depName));
+      expect(new Set(groups), groups.join(", ")).toEqual(new Set([expect.stringMatching(/ add-on$/)]));
+      // An add-on's group is its own: another add-on's bump is another pull request.
+      for (const other of addons.filter((a) => a !== addon)) expect(groupOf(other)).not.toBe(groups[0]);
     });
   }
 });

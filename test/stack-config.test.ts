@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
+import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { programStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { planProgram, ProgramError } from "../lib/cli/plan/harness";
@@ -162,6 +163,10 @@ describe("the pipeline and cluster-setup's identities", () => {
     pulumiAccessTokenSecretName: "pulumi-access-token",
     stackIdentities: Object.fromEntries(Object.keys(pipeline.environments).map((e) => [e, identity(e)])),
     previewIdentity: identity("preview"),
+    // A cluster that can hold the plugin cache, as the example's does.
+    ebsCsiDriver: true,
+    volumeSnapshots: true,
+    pluginCacheStorageClass: PLUGIN_CACHE_STORAGE_CLASS,
     cognitoAdminGroup: "platform-admins",
     cognitoApproverGroups: [
       ...new Set([

@@ -26,9 +26,10 @@ import {
   kargoBuiltinSteps,
   kargoStepSchemaDir,
   kargoSubscriptionSchemas,
-  karpenterModule,
   pinned,
   type CrdSource,
+  type GoModule,
+  type GoModuleFile,
 } from "./sources";
 
 /** Where the generated modules live: beside this file. */
@@ -50,36 +51,46 @@ async function typeOf(schema: SchemaNode, name: string): Promise<string> {
   return ts.trim();
 }
 
-/** Where `go mod download` leaves {@link karpenterModule}'s zip (GOMODCACHE, else GOPATH's, else ~/go's). */
-export function moduleZip(env: NodeJS.ProcessEnv = process.env): string {
+/**
+ * Where `go mod download` leaves a module's zip (GOMODCACHE, else GOPATH's, else ~/go's). The module cache
+ * escapes upper-case letters in paths as `!` and the lower-case letter.
+ */
+export function moduleZip(module: GoModule, env: NodeJS.ProcessEnv = process.env): string {
   const cache =
     env.GOMODCACHE ||
     path.join(env.GOPATH?.split(path.delimiter)[0] || path.join(os.homedir(), "go"), "pkg", "mod");
-  return path.join(cache, "cache", "download", karpenterModule.path, "@v", `${karpenterModule.version}.zip`);
+  const escaped = module.path.replace(/[A-Z]/g, (c) => `!${c.toLowerCase()}`);
+  return path.join(cache, "cache", "download", escaped, "@v", `${module.version}.zip`);
 }
 
 /**
- * An upstream file's text: from the CRDs folder, else (for Karpenter's) from the module zip, else undefined
- * (the committed data then stands for it).
+ * An upstream file's text: from the CRDs folder, else from its Go module's zip, else undefined (the
+ * committed data then stands for it).
  */
 export function upstreamText(
   crdsDir: string,
-  source: { file: string; moduleFile?: string },
-  zip = moduleZip(),
+  source: { file: string; inModule?: GoModuleFile },
+  zipOf: (module: GoModule) => string = moduleZip,
 ): string | undefined {
   const inDir = path.join(crdsDir, source.file);
   if (fs.existsSync(inDir)) return fs.readFileSync(inDir, "utf8");
-  if (!source.moduleFile || !fs.existsSync(zip)) return undefined;
-  const entry = `${karpenterModule.path}@${karpenterModule.version}/${source.moduleFile}`;
+  if (!source.inModule) return undefined;
+  const { module, file } = source.inModule;
+  const zip = zipOf(module);
+  if (!fs.existsSync(zip)) return undefined;
+  const entry = `${module.path}@${module.version}/${file}`;
   return execFileSync("unzip", ["-p", zip, entry], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
 }
 
-/** A file neither the CRDs folder, the module zip nor the committed data has. */
-const missing = (file: string) =>
-  new Error(
-    `no ${file} in the CRDs folder, no ${karpenterModule.path}@${karpenterModule.version} zip in the Go module cache ` +
-      "(`go mod download` it), and nothing committed for it in lib/crds/generated/schemas",
+/** A file neither the CRDs folder, its module zip nor the committed data has. */
+const missing = (source: { file: string; inModule?: GoModuleFile }) => {
+  const m = source.inModule?.module;
+  return new Error(
+    `no ${source.file} in the CRDs folder, ` +
+      (m ? `no ${m.path}@${m.version} zip in the Go module cache (\`go mod download\` it), ` : "") +
+      "and nothing committed for it in lib/crds/generated/schemas",
   );
+};
 
 /**
  * Reads every upstream file validation and the types need, without prose: the CRDs' served versions, Kargo's
@@ -89,15 +100,15 @@ const missing = (file: string) =>
 export function extractValidationData(
   crdsDir: string,
   committed: ValidationData = readValidationData(),
-  zip = moduleZip(),
+  zipOf: (module: GoModule) => string = moduleZip,
 ): ValidationData {
   const stepDir = path.join(crdsDir, kargoStepSchemaDir.dir);
   const crd = (s: CrdSource) => {
-    if (!s.moduleFile) return withoutDescriptions(readCrdFile(path.join(crdsDir, s.file)));
-    const text = upstreamText(crdsDir, s, zip);
+    if (!s.inModule) return withoutDescriptions(readCrdFile(path.join(crdsDir, s.file)));
+    const text = upstreamText(crdsDir, s, zipOf);
     if (text !== undefined) return withoutDescriptions(readCrdFile(s.file, text));
     const kept = committed.crds[s.file];
-    if (!kept) throw missing(s.file);
+    if (!kept) throw missing(s);
     return kept;
   };
   return {
@@ -114,10 +125,10 @@ export function extractValidationData(
     ),
     charts: Object.fromEntries(
       chartValuesSources.map((source) => {
-        const text = upstreamText(crdsDir, source, zip);
+        const text = upstreamText(crdsDir, source, zipOf);
         if (text === undefined) {
           const kept = committed.charts[source.chart];
-          if (!kept) throw missing(source.file);
+          if (!kept) throw missing(source);
           return [source.chart, kept];
         }
         const documented = [...text.matchAll(/## @param ([\w.]+)/g)].map((m) => m[1]!);
@@ -276,7 +287,7 @@ export async function fetchUpstream(into: string, fetchUrl: typeof fetch = fetch
 /** The typed-resource modules generated from validation data: file name → source text. */
 export async function generateTypes(data: ValidationData): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
-  for (const module of ["kargo", "pko", "argocd", "rollouts", "karpenter"] as const) {
+  for (const module of ["kargo", "pko", "argocd", "rollouts", "karpenter", "snapshots"] as const) {
     files[`${module}.ts`] = await generateModule(module, data);
   }
   files["kargo-steps.ts"] = await generateKargoSteps(data);

@@ -4,5 +4,6 @@ export * as kargo from "./generated/kargo";
 export * as karpenter from "./generated/karpenter";
 export * as pko from "./generated/pko";
 export * as rollouts from "./generated/rollouts";
+export * as snapshots from "./generated/snapshots";
 export type { StepConfigs } from "./generated/kargo-steps";
 export type { DeepInput, NamedObjectMeta } from "./input";

@@ -16,7 +16,16 @@ export const pinned = {
   argoRolloutsChart: "argo-rollouts-2.41.0",
   certManager: "v1.21.1",
   karpenter: "v1.15.1",
+  // The EKS snapshot-controller add-on's upstream (cluster/config.ts SNAPSHOT_CONTROLLER_VERSION), whose
+  // CRDs the add-on installs.
+  externalSnapshotter: "v8.4.0",
 } as const;
+
+/** A Go module whose zip, as `go mod download` leaves it in the module cache, carries upstream files. */
+export interface GoModule {
+  path: string;
+  version: string;
+}
 
 /**
  * Karpenter's CRDs and chart values also come in its Go module, which the module proxy serves
@@ -24,15 +33,33 @@ export const pinned = {
  * though it reports an error about the go version the module needs; nothing is built). A file missing from
  * the CRDs folder is read from that zip; without either, the committed schemas stand.
  */
-export const karpenterModule = { path: "github.com/aws/karpenter-provider-aws", version: pinned.karpenter };
+export const karpenterModule: GoModule = {
+  path: "github.com/aws/karpenter-provider-aws",
+  version: pinned.karpenter,
+};
+
+/**
+ * The CSI snapshot CRDs (VolumeSnapshot, VolumeSnapshotClass) are in external-snapshotter's client module,
+ * whose root is the repository's client/ folder (`config/crd`).
+ */
+export const snapshotterModule: GoModule = {
+  path: "github.com/kubernetes-csi/external-snapshotter/client/v8",
+  version: pinned.externalSnapshotter,
+};
+
+/** An upstream file as it sits inside a Go module's zip, for when the CRDs folder lacks it. */
+export interface GoModuleFile {
+  module: GoModule;
+  file: string;
+}
 
 export interface CrdSource {
   /** Module under lib/crds/generated the kinds go to. */
-  module: "kargo" | "pko" | "argocd" | "rollouts" | "karpenter";
+  module: "kargo" | "pko" | "argocd" | "rollouts" | "karpenter" | "snapshots";
   file: string;
   url: string;
-  /** The same file inside {@link karpenterModule}'s zip, when the CRDs folder lacks it. */
-  moduleFile?: string;
+  /** The same file inside a Go module's zip, when the CRDs folder lacks it. */
+  inModule?: GoModuleFile;
   /** Kinds and versions to generate typed resources for; every served version is validated. */
   generate: { kind: string; version: string }[];
 }
@@ -50,7 +77,18 @@ function karpenterCrd(name: string, kind: string): CrdSource {
     module: "karpenter",
     file: `karpenter/${name}`,
     url: raw("aws/karpenter-provider-aws", pinned.karpenter, file),
-    moduleFile: file,
+    inModule: { module: karpenterModule, file },
+    generate: [{ kind, version: "v1" }],
+  };
+}
+
+function snapshotCrd(plural: string, kind: string): CrdSource {
+  const file = `config/crd/snapshot.storage.k8s.io_${plural}.yaml`;
+  return {
+    module: "snapshots",
+    file: `external-snapshotter/snapshot.storage.k8s.io_${plural}.yaml`,
+    url: raw("kubernetes-csi/external-snapshotter", pinned.externalSnapshotter, `client/${file}`),
+    inModule: { module: snapshotterModule, file },
     generate: [{ kind, version: "v1" }],
   };
 }
@@ -96,6 +134,8 @@ export const crdSources: CrdSource[] = [
   },
   karpenterCrd("karpenter.sh_nodepools.yaml", "NodePool"),
   karpenterCrd("karpenter.k8s.aws_ec2nodeclasses.yaml", "EC2NodeClass"),
+  snapshotCrd("volumesnapshotclasses", "VolumeSnapshotClass"),
+  snapshotCrd("volumesnapshots", "VolumeSnapshot"),
 ];
 
 /** Kargo's promotion-step config schemas (the CRDs leave step `config` unchecked). */
@@ -155,8 +195,8 @@ export interface ChartValuesSource {
   chart: string;
   file: string;
   url: string;
-  /** The same file inside {@link karpenterModule}'s zip, when the CRDs folder lacks it. */
-  moduleFile?: string;
+  /** The same file inside a Go module's zip, when the CRDs folder lacks it. */
+  inModule?: GoModuleFile;
 }
 
 export const chartValuesSources: ChartValuesSource[] = [
@@ -184,7 +224,7 @@ export const chartValuesSources: ChartValuesSource[] = [
     chart: "karpenter",
     file: "karpenter/chart-values.yaml",
     url: raw("aws/karpenter-provider-aws", pinned.karpenter, "charts/karpenter/values.yaml"),
-    moduleFile: "charts/karpenter/values.yaml",
+    inModule: { module: karpenterModule, file: "charts/karpenter/values.yaml" },
   },
 ];
 

@@ -16,6 +16,7 @@ import {
 import { workspaceImageProblems } from "./check-values";
 import { findProgramCycle } from "./graph";
 import { normalDir } from "./names";
+import { programPlugins } from "./program-plugins";
 import { WORKSPACE_IMAGES, type ParsedPipeline, type Program, type ProgramDeclaration } from "./schema";
 
 interface ProjectFile {
@@ -204,7 +205,10 @@ export function programProblems(
     if (x.workspaceImage)
       problems.push(...workspaceImageProblems(x.workspaceImage, `programs.${x.name}.workspaceImage`));
     problems.push(...lockProblems(at, found.real, rel, runtime.name, runtime.options));
-    resolved.push(resolveProgram(p, x, project.name, runtime.name, image));
+    resolved.push({
+      ...resolveProgram(p, x, project.name, runtime.name, image),
+      plugins: programPlugins(found.real, runtime.name),
+    });
   }
   return { problems, programs: resolved };
 }
@@ -215,7 +219,7 @@ function resolveProgram(
   project: string,
   runtime: string,
   image: string,
-): Program {
+): Omit<Program, "plugins"> {
   return {
     ...x,
     dir: normalDir(x.dir),

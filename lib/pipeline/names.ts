@@ -49,10 +49,6 @@ export const normalDir = (dir: string) => path.posix.normalize(dir).replace(/(.)
 export const stackObjectName = (pipeline: Pick<Pipeline, "project">, stageName: string) =>
   `${pipeline.project}-${stageName}`;
 
-/** The PersistentVolumeClaim a program stage's workspace keeps its Pulumi plugins on, in the stacks namespace. */
-export const pluginCacheClaimName = (pipeline: Pick<Pipeline, "project">, stageName: string) =>
-  `${stackObjectName(pipeline, stageName)}-plugins`;
-
 /** The file every promotion writes beside the stage's manifest, saying what the branch is. */
 export const stageBranchFile = "PIPELINE-STAGE.md";
 

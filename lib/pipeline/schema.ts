@@ -194,15 +194,17 @@ export const pipelineSchema = z.strictObject({
      */
     workspaceResources,
     /**
-     * Size of the volume each environment stage's workspace keeps its Pulumi plugins on, across runs; 0 for
-     * none (every run downloads them). The AWS provider takes about 0.7 GB unpacked, and a provider upgrade
-     * keeps the old version beside the new one. Needs the cluster's EBS CSI driver (cluster:ebsCsiDriver).
+     * Size of the plugin cache's volumes: the seed that holds every plugin the programs pin, and each
+     * workspace run's copy restored from its snapshot (lib/pipeline/plugin-cache.ts); 0 for none (every run
+     * downloads its plugins). The AWS provider takes about 0.7 GB unpacked, and a run may download a newer
+     * version beside the cached one. Needs the cluster's EBS CSI driver and snapshot controller
+     * (cluster:ebsCsiDriver).
      */
     pluginCacheGiB: z
       .number({ error: PLUGIN_CACHE_GIB_ALLOWED })
       .int(PLUGIN_CACHE_GIB_ALLOWED)
       .refine((gib) => gib === 0 || (gib >= 2 && gib <= 64), PLUGIN_CACHE_GIB_ALLOWED)
-      .default(0),
+      .default(2),
   }),
   environments: z.record(z.string(), environment),
   stages: z.array(stage),
@@ -243,6 +245,14 @@ export interface Program extends Omit<ProgramDeclaration, "workspaceImage" | "re
   runtime: string;
   workspaceImage: string;
   resources: WorkspaceResources;
+  /** The resource plugins its lock files (or, in YAML, its resources' versions) pin. */
+  plugins: ProviderPlugin[];
+}
+
+/** One resource plugin at one version, as `pulumi plugin install resource <name> <version>` takes it. */
+export interface ProviderPlugin {
+  name: string;
+  version: string;
 }
 
 /** A validated pipeline: the definition with defaults, and each program resolved from its Pulumi.yaml. */

@@ -4,7 +4,8 @@
 import type * as argocd from "../crds/generated/argocd";
 import type * as pko from "../crds/generated/pko";
 import type { ProgramStage } from "./graph";
-import { pluginCacheClaimName, stackManifestFile, stackObjectName, stageBranch } from "./names";
+import { stackManifestFile, stackObjectName, stageBranch } from "./names";
+import { pluginCopyClaimSpec } from "./plugin-cache";
 import type { Pipeline, Program } from "./schema";
 
 /** The program a program stage runs (validation makes sure it exists). */
@@ -90,7 +91,7 @@ export function stackManifest(p: Pipeline, s: ProgramStage) {
         // (pulumi/pulumi-docker-containers docker/pulumi/Dockerfile), so this is what lets the 200-300 MB
         // images run non-root. PKO's `pulumi install` runs before every operation, with the lock file.
         env: workspaceEnv(program.runtime),
-        podTemplate: workspacePodTemplate(p, s),
+        podTemplate: workspacePodTemplate(p),
       },
     },
   };
@@ -147,7 +148,7 @@ export function workspaceEnv(runtime: string): { name: string; value: string }[]
 }
 
 /** The uid and gid PKO v2.9.0's restricted profile runs every workspace container as (workspace_controller.go). */
-const RESTRICTED_PROFILE_ID = 1000;
+export const RESTRICTED_PROFILE_ID = 1000;
 
 /**
  * The pod template PKO merges into each workspace pod (strategic merge: pulumi-kubernetes-operator v2.9.0
@@ -155,14 +156,16 @@ const RESTRICTED_PROFILE_ID = 1000;
  * volumeMounts by mountPath, volumes by name). PULUMI_HOME (credentials, workspace settings, plugins) is an
  * emptyDir that goes with the pod.
  *
- * With a plugin cache (stacks.pluginCacheGiB), `$PULUMI_HOME/plugins` is the stage's own volume instead:
- * `pulumi install` finds the plugins of the last run there and downloads nothing; nothing else outlives the
- * pod. PULUMI_HOME is a volume's root, not a folder of PKO's `/share`: the runtime creates a missing mount
+ * With the plugin cache (stacks.pluginCacheGiB), `$PULUMI_HOME/plugins` is a volume of the run's own,
+ * restored from the cache's snapshot (lib/pipeline/plugin-cache.ts): `pulumi install` finds the pinned
+ * plugins there and downloads nothing. It is a generic ephemeral volume, so it is created with the pod and
+ * deleted with it (Kubernetes' ephemeral volume controller), and no run sees what another wrote.
+ * PULUMI_HOME is a volume's root, not a folder of PKO's `/share`: the runtime creates a missing mount
  * point's parents as root, mode 0755, and uid 1000 could not write beside the plugins. fsGroup makes the
  * volume writable to the workspace (PKO sets runAsUser and runAsGroup but no fsGroup); OnRootMismatch
- * skips re-owning every plugin file on each start once the volume's root is right.
+ * skips re-owning every plugin file, which the seed already wrote as uid and gid 1000.
  */
-export function workspacePodTemplate(p: Pipeline, s: ProgramStage) {
+export function workspacePodTemplate(p: Pipeline) {
   const cache = p.stacks.pluginCacheGiB > 0;
   return {
     spec: {
@@ -182,30 +185,19 @@ export function workspacePodTemplate(p: Pipeline, s: ProgramStage) {
       volumes: [
         { name: "pulumi-home", emptyDir: {} },
         ...(cache
-          ? [{ name: "plugin-cache", persistentVolumeClaim: { claimName: pluginCacheClaimName(p, s.name) } }]
+          ? [
+              {
+                name: "plugin-cache",
+                ephemeral: {
+                  volumeClaimTemplate: {
+                    metadata: { labels: { "app.kubernetes.io/part-of": p.project } },
+                    spec: pluginCopyClaimSpec(p),
+                  },
+                },
+              },
+            ]
           : []),
       ],
-    },
-  };
-}
-
-/**
- * The claim a stage's workspace keeps its plugins on: one per stage, never shared. A volume attaches to one
- * node at a time (ReadWriteOnce), and the preview and the update of one environment can run at once (the
- * next Freight previews while the last one updates). Per stage also keeps a preview's identity from writing
- * a plugin binary that the update's identity would then run.
- */
-export function pluginCacheClaim(p: Pipeline, s: ProgramStage, storageClassName: string) {
-  return {
-    metadata: {
-      name: pluginCacheClaimName(p, s.name),
-      namespace: p.stacks.namespace,
-      labels: { "app.kubernetes.io/part-of": p.project, "app.kubernetes.io/instance": s.name },
-    },
-    spec: {
-      accessModes: ["ReadWriteOnce"],
-      storageClassName,
-      resources: { requests: { storage: `${p.stacks.pluginCacheGiB}Gi` } },
     },
   };
 }

@@ -25,8 +25,8 @@ type crdSource struct {
 }
 
 // crdSources are the CRDs of every custom resource we emit, from the module archives at the pinned tags:
-// Kargo and Argo Rollouts at their test/go.mod versions, Argo CD at lib/crds/sources.ts's pin (its module
-// cannot be built here, but its archive downloads). PKO's module is not served by the proxy: its CRDs come
+// Kargo and Argo Rollouts at their test/go.mod versions, Argo CD, Karpenter and the CSI snapshot CRDs at
+// lib/crds/sources.ts's pins (their modules are not built here, but their archives download). PKO's module is not served by the proxy: its CRDs come
 // from ../shared/crds/pko (or $CRDS_DIR/pko), and pkoMissing says why they are absent when they are.
 func crdSources(t testing.TB) (sources []crdSource, pkoMissing string) {
 	t.Helper()
@@ -43,6 +43,14 @@ func crdSources(t testing.TB) (sources []crdSource, pkoMissing string) {
 	dir, _ := moduleArchive(t, os.TempDir(), "github.com/argoproj/argo-cd/"+major+"@"+argocd)
 	sources = append(sources, crdSource{"github.com/argoproj/argo-cd " + argocd + " manifests/crds", filepath.Join(dir, "manifests/crds")})
 	sources = append(sources, karpenterCRDs(t))
+	// The CSI snapshot CRDs the EKS snapshot-controller add-on installs (the plugin cache's snapshot), from
+	// external-snapshotter's client module, whose root is the repository's client/ folder.
+	snapshotter, err := plan.PinnedVersion("externalSnapshotter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ = moduleArchive(t, os.TempDir(), "github.com/kubernetes-csi/external-snapshotter/client/v8@"+snapshotter)
+	sources = append(sources, crdSource{"github.com/kubernetes-csi/external-snapshotter/client/v8 " + snapshotter + " config/crd", filepath.Join(dir, "config/crd")})
 
 	shared := os.Getenv("CRDS_DIR")
 	if shared == "" {

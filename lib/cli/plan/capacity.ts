@@ -6,6 +6,7 @@ import {
   kubeSystemPods,
   parseQuantity,
   platformPods,
+  snapshotControllerPods,
   type CapacityReport,
   type PodGroup,
 } from "../../capacity";
@@ -114,14 +115,14 @@ export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapac
   const effective = Object.fromEntries(
     releases.map((r) => [r.name, mergeValues(defaults[r.name] ?? {}, r.inputs.values as Values)]),
   );
-  const ebsCsiDriver = plans.some((plan) =>
-    plan.resources.some(
-      (r) => r.type === "aws:eks/addon:Addon" && r.inputs.addonName === "aws-ebs-csi-driver",
-    ),
-  );
+  const addon = (name: string) =>
+    plans.some((plan) =>
+      plan.resources.some((r) => r.type === "aws:eks/addon:Addon" && r.inputs.addonName === name),
+    );
   const groups = [
     ...kubeSystemPods,
-    ...(ebsCsiDriver ? ebsCsiDriverPods : []),
+    ...(addon("aws-ebs-csi-driver") ? ebsCsiDriverPods : []),
+    ...(addon("snapshot-controller") ? snapshotControllerPods : []),
     ...platformPods(effective),
     ...workspacePods(p, concurrentStages(p)),
   ];
@@ -159,6 +160,16 @@ export function capacityShortfall(planned: PlannedCapacity): string | undefined 
   );
 }
 
+/** The kube-system row's label: DaemonSets run on each node, Deployments at their replicas. */
+function kubeSystemDescription(groups: PodGroup[]): string {
+  const kube = groups.filter((g) => g.owner === "kube-system");
+  const daemons = kube.filter((g) => g.kind === "DaemonSet").map((g) => g.name);
+  const deployments = kube
+    .filter((g) => g.kind !== "DaemonSet")
+    .map((g) => `${spelled(g.replicas)} ${g.name}`);
+  return `kube-system (${daemons.join(", ")} on each node; ${deployments.join(", ")})`;
+}
+
 const NUMBERS = [
   "no",
   "one",
@@ -191,14 +202,7 @@ export function capacityTable(planned: PlannedCapacity): string {
   const { total, allocatable, surge } = report;
   const rows = [
     ["requests", "pods", "CPU", "memory"],
-    [
-      groups.some((g) => g.name === "ebs-csi-node")
-        ? "kube-system (aws-node, kube-proxy, ebs-csi-node on each node; two coredns, two ebs-csi-controller)"
-        : "kube-system (aws-node, kube-proxy on each node; two coredns)",
-      `${kube.pods}`,
-      `${kube.cpu}m`,
-      `${kube.memory} MiB`,
-    ],
+    [kubeSystemDescription(groups), `${kube.pods}`, `${kube.cpu}m`, `${kube.memory} MiB`],
     [
       "cert-manager, Argo CD, Argo Rollouts, PKO, Kargo, Karpenter",
       `${platform.pods}`,

@@ -18,6 +18,8 @@ export const price = {
   gp2PerGBMonth: 0.1,
   /** gp3 storage; its baseline 3,000 IOPS and 125 MB/s cost nothing more. EKS add-ons themselves are free. */
   volumePerGBMonth: { gp3: 0.08 } as Record<string, number>,
+  /** EBS snapshots (standard tier), billed on the blocks they hold, at most the source volume's size. */
+  snapshotPerGBMonth: 0.05,
   /** $1 a key, plus $1 for each of its first two rotations; later rotations are free. */
   kmsKeyPerMonthAfterRotations: 3,
   nlbPerHour: 0.0225,
@@ -121,14 +123,15 @@ export function monthlyCost(resources: PricedResource[]): CostEstimate {
     }
   }
 
-  // Claims of an EBS StorageClass the plan declares: one volume each, of the size claimed.
+  // Claims of an EBS StorageClass the plan declares: one volume each, of the size claimed. The plugin cache's
+  // seed is one; its snapshot holds at most the seed's blocks.
   const classes = new Map(
     ofType("kubernetes:storage.k8s.io/v1:StorageClass").map((c) => [
       (c.inputs.metadata as { name?: string } | undefined)?.name,
       (c.inputs.parameters as { type?: string } | undefined)?.type,
     ]),
   );
-  const volumes = new Map<string, number>();
+  const claimGiB = new Map<string, number>();
   for (const claim of ofType("kubernetes:core/v1:PersistentVolumeClaim")) {
     const spec = claim.inputs.spec as {
       storageClassName?: string;
@@ -140,12 +143,24 @@ export function monthlyCost(resources: PricedResource[]): CostEstimate {
       unpriced.push(`claim ${claim.name}: no price for its class "${spec.storageClassName}" or its size`);
       continue;
     }
-    const key = `${gib} GiB ${volumeType}`;
-    volumes.set(key, (volumes.get(key) ?? 0) + 1);
+    claimGiB.set((claim.inputs.metadata as { name: string }).name, Number(gib));
+    add(
+      `${gib} GiB ${volumeType} plugin cache seed volume`,
+      Number(gib) * price.volumePerGBMonth[volumeType]!,
+    );
   }
-  for (const [key, count] of volumes) {
-    const [gib, , volumeType] = key.split(" ");
-    add(`${key} plugin cache volume × ${count}`, count * Number(gib) * price.volumePerGBMonth[volumeType!]!);
+  const snapshots = ofType("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot");
+  let pluginCacheGiB: number | undefined;
+  for (const snapshot of snapshots) {
+    const source = (snapshot.inputs.spec as { source?: { persistentVolumeClaimName?: string } }).source
+      ?.persistentVolumeClaimName;
+    const gib = source === undefined ? undefined : claimGiB.get(source);
+    if (gib === undefined) {
+      unpriced.push(`snapshot ${snapshot.name}: its source claim is not in the plan`);
+      continue;
+    }
+    pluginCacheGiB = gib;
+    add(`plugin cache snapshot, at most ${gib} GB`, gib * price.snapshotPerGBMonth);
   }
 
   const keys = ofType("aws:kms/key:Key");
@@ -206,7 +221,7 @@ export function monthlyCost(resources: PricedResource[]): CostEstimate {
         (pool.inputs.spec as { disruption?: { consolidateAfter?: string } }).disruption?.consolidateAfter,
       ),
     )?.[1];
-    perPromotion = burstCost(baseType, BURST_RUN_MINUTES + Number(wait ?? 0) / 60);
+    perPromotion = burstCost(baseType, BURST_RUN_MINUTES + Number(wait ?? 0) / 60, pluginCacheGiB);
   }
   return { items, total: cents(items.reduce((sum, i) => sum + i.monthly, 0)), unpriced, perPromotion };
 }
@@ -220,22 +235,41 @@ export interface BurstCost {
   minutes: number;
   node: number;
   rootVolume: number;
+  /** The run's own plugins volume restored from the cache's snapshot, GiB; none without the cache. */
+  pluginCacheGiB?: number;
+  pluginVolume: number;
+  pulledGB: number;
   imagePull: number;
   total: number;
 }
 
 /**
  * A burst node for `minutes` (a workspace's run plus the wait before Karpenter removes the empty node):
- * the instance, its 20 GiB gp3 root volume (cluster-setup/karpenter.ts), and the workspace image and
- * provider pulled through the NAT gateway (~0.5 GB; a cached plugin is not downloaded again).
+ * the instance, its 20 GiB gp3 root volume (cluster-setup/karpenter.ts), the run's plugins volume when the
+ * cache is on, and what is pulled through the NAT gateway: the workspace image (~0.3 GB), and the AWS
+ * provider (~0.2 GB) only without the cache.
  */
-export function burstCost(instanceType: string, minutes: number, pulledGB = 0.5): BurstCost {
+export function burstCost(instanceType: string, minutes: number, pluginCacheGiB?: number): BurstCost {
   const hourly = price.instancePerHour[instanceType];
   if (hourly === undefined) throw new Error(`no hourly price for ${instanceType} in lib/cli/plan/costs.ts`);
+  const volumeMinutes = (gib: number) =>
+    (gib * price.volumePerGBMonth.gp3! * minutes) / (HOURS_PER_MONTH * 60);
   const node = (hourly * minutes) / 60;
-  const rootVolume = (20 * price.volumePerGBMonth.gp3! * minutes) / (HOURS_PER_MONTH * 60);
+  const rootVolume = volumeMinutes(20);
+  const pluginVolume = pluginCacheGiB ? volumeMinutes(pluginCacheGiB) : 0;
+  const pulledGB = pluginCacheGiB ? 0.3 : 0.5;
   const imagePull = pulledGB * price.natDataPerGB;
-  return { instanceType, minutes, node, rootVolume, imagePull, total: node + rootVolume + imagePull };
+  return {
+    instanceType,
+    minutes,
+    node,
+    rootVolume,
+    pluginCacheGiB,
+    pluginVolume,
+    pulledGB,
+    imagePull,
+    total: node + rootVolume + pluginVolume + imagePull,
+  };
 }
 
 const COST_START = "<!-- cost table: generated by `npm run docs` from the plan -->";
@@ -254,7 +288,17 @@ export function costTable({ items, total }: CostEstimate): string {
 
 /** `text` with the idle total it states ("about **$N a month**") rewritten: the README and the cost page. */
 export function withCostTotal(text: string, estimate: CostEstimate): string {
-  return text.replace(/about \*\*\$[\d.]+ a month\*\*/, `about **$${estimate.total.toFixed(2)} a month**`);
+  const idle = text.replace(
+    /about \*\*\$[\d.]+ a month\*\*/,
+    `about **$${estimate.total.toFixed(2)} a month**`,
+  );
+  const burst = estimate.perPromotion;
+  return burst
+    ? idle.replace(
+        /about \*\*\$[\d.]+ per workspace run\*\*/,
+        `about **$${burst.total.toFixed(2)} per workspace run**`,
+      )
+    : idle;
 }
 
 const PROMOTION_START = "<!-- promotion cost table: generated by `npm run docs` from the plan -->";
@@ -262,7 +306,8 @@ const PROMOTION_END = "<!-- end of promotion cost table -->";
 
 /** What a workspace the base has no room for costs, with the source of each price. */
 export function promotionTable(b: BurstCost): string {
-  const usd = (n: number) => `$${n.toFixed(4)}`;
+  // Cents to four places, and a smaller figure to its first significant digit rather than as nothing.
+  const usd = (n: number) => (n > 0 && n < 0.00005 ? `$${n.toPrecision(1)}` : `$${n.toFixed(4)}`);
   return markdownTable([
     ["per workspace on a burst node", "cost", "from"],
     [
@@ -275,8 +320,19 @@ export function promotionTable(b: BurstCost): string {
       usd(b.rootVolume),
       `EBS gp3, $${price.volumePerGBMonth.gp3}/GB-month`,
     ],
+    ...(b.pluginCacheGiB
+      ? [
+          [
+            `its ${b.pluginCacheGiB} GiB gp3 plugins volume, restored from the cache's snapshot, for ${b.minutes} minutes`,
+            usd(b.pluginVolume),
+            `EBS gp3, $${price.volumePerGBMonth.gp3}/GB-month; restoring from a snapshot is free`,
+          ],
+        ]
+      : []),
     [
-      "workspace image and AWS provider pulled through the NAT gateway, ~0.5 GB (estimate)",
+      b.pluginCacheGiB
+        ? `workspace image pulled through the NAT gateway, ~${b.pulledGB} GB (estimate; the provider comes from the cache)`
+        : `workspace image and AWS provider pulled through the NAT gateway, ~${b.pulledGB} GB (estimate)`,
       usd(b.imagePull),
       `NAT gateway data processing, $${price.natDataPerGB}/GB`,
     ],

@@ -1,0 +1,123 @@
+// The seed of the plugin cache (lib/pipeline/plugin-cache.ts): a Job that installs every pinned plugin onto
+// a volume, and the snapshot of that volume each workspace run restores.
+import { createHash } from "node:crypto";
+import {
+  PLUGIN_CACHE_STORAGE_CLASS,
+  PLUGIN_SEED_IMAGE,
+  pipelinePlugins,
+  pluginSeedServiceAccountName,
+  pluginSnapshotClassName,
+  pluginSnapshotName,
+} from "./plugin-cache";
+import type { Pipeline } from "./schema";
+import { burstToleration, RESTRICTED_PROFILE_ID, WORKSPACE_PULUMI_HOME } from "./stack-manifest";
+
+/**
+ * What the seed is made of; a change makes a new seed claim and Job (their names carry it) and so a new
+ * snapshot, while the snapshot's own name stays.
+ */
+export function pluginSeedDigest(p: Pipeline): string {
+  const made = { plugins: pipelinePlugins(p), image: PLUGIN_SEED_IMAGE, gib: p.stacks.pluginCacheGiB };
+  return createHash("sha256").update(JSON.stringify(made)).digest("hex").slice(0, 10);
+}
+
+/** The script the seed runs: one `pulumi plugin install` per plugin, then a listing of what it holds, for its log. */
+export function pluginSeedScript(p: Pipeline): string {
+  const lines = pipelinePlugins(p).map((x) => `pulumi plugin install resource ${x.name} ${x.version}`);
+  return ["set -eu", ...lines, `ls -la ${WORKSPACE_PULUMI_HOME}/plugins`].join("\n");
+}
+
+/**
+ * The Kubernetes objects of the cache, in the stacks namespace: the seed's identity, claim and Job, the
+ * snapshot class and the snapshot. The seed runs as the workspaces do (uid and gid 1000, the same PULUMI_HOME
+ * layout), so the restored files are theirs; it may run on a burst node like them.
+ */
+export function pluginCacheObjects(p: Pipeline) {
+  const digest = pluginSeedDigest(p);
+  const seedName = `${pluginSeedServiceAccountName(p)}-${digest}`;
+  const namespace = p.stacks.namespace;
+  const labels = { "app.kubernetes.io/part-of": p.project, "app.kubernetes.io/name": "plugin-cache" };
+  const serviceAccount = {
+    metadata: { name: pluginSeedServiceAccountName(p), namespace, labels },
+    automountServiceAccountToken: false,
+  };
+  const claim = {
+    metadata: { name: seedName, namespace, labels },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      storageClassName: PLUGIN_CACHE_STORAGE_CLASS,
+      resources: { requests: { storage: `${p.stacks.pluginCacheGiB}Gi` } },
+    },
+  };
+  const job = {
+    metadata: { name: seedName, namespace, labels },
+    spec: {
+      backoffLimit: 3,
+      activeDeadlineSeconds: 1800,
+      template: {
+        metadata: { labels },
+        spec: {
+          restartPolicy: "Never",
+          serviceAccountName: serviceAccount.metadata.name,
+          automountServiceAccountToken: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: RESTRICTED_PROFILE_ID,
+            runAsGroup: RESTRICTED_PROFILE_ID,
+            fsGroup: RESTRICTED_PROFILE_ID,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
+          tolerations: [burstToleration],
+          containers: [
+            {
+              name: "seed",
+              image: PLUGIN_SEED_IMAGE,
+              command: ["/bin/sh", "-c", pluginSeedScript(p)],
+              env: [
+                { name: "PULUMI_HOME", value: WORKSPACE_PULUMI_HOME },
+                { name: "HOME", value: WORKSPACE_PULUMI_HOME },
+                { name: "PULUMI_SKIP_UPDATE_CHECK", value: "true" },
+              ],
+              resources: { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "512Mi" } },
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+              volumeMounts: [
+                { name: "pulumi-home", mountPath: WORKSPACE_PULUMI_HOME },
+                { name: "plugins", mountPath: `${WORKSPACE_PULUMI_HOME}/plugins` },
+              ],
+            },
+          ],
+          volumes: [
+            { name: "pulumi-home", emptyDir: {} },
+            { name: "plugins", persistentVolumeClaim: { claimName: seedName } },
+          ],
+        },
+      },
+    },
+  };
+  const snapshotClass = {
+    metadata: { name: pluginSnapshotClassName(p), labels },
+    driver: "ebs.csi.aws.com",
+    // A replaced seed's snapshot goes with its object: only the newest is ever restored.
+    deletionPolicy: "Delete" as const,
+  };
+  const snapshot = {
+    metadata: {
+      name: pluginSnapshotName(p),
+      namespace,
+      labels,
+      annotations: {
+        // `pulumi up` of kargo ends only once the snapshot can be restored: pulumi-kubernetes' waitFor compares
+        // the value as fmt.Sprint prints it (v4.32.0 provider/pkg/jsonpath/jsonpath.go), so `true`.
+        "pulumi.com/waitFor": "jsonpath={.status.readyToUse}=true",
+        "platform/plugins": pipelinePlugins(p)
+          .map((x) => `${x.name}@${x.version}`)
+          .join(","),
+      },
+    },
+    spec: {
+      volumeSnapshotClassName: snapshotClass.metadata.name,
+      source: { persistentVolumeClaimName: seedName },
+    },
+  };
+  return { serviceAccount, claim, job, snapshotClass, snapshot };
+}
