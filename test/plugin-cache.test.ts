@@ -11,7 +11,7 @@ import { programStages } from "../lib/pipeline/graph";
 import { pipelinePlugins, PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { pluginCacheObjects, pluginSeedScript } from "../lib/pipeline/plugin-seed";
 import { programPlugins } from "../lib/pipeline/program-plugins";
-import { WORKSPACE_IMAGES, type Pipeline } from "../lib/pipeline/schema";
+import { MAX_STACK_NAME, WORKSPACE_IMAGES, type Pipeline } from "../lib/pipeline/schema";
 import { BURST_TAINT, stackManifest, workspaceEnv } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
 import type { KubeObject } from "../lib/crds/validate";
@@ -106,6 +106,20 @@ describe("the plugins a program pins", () => {
       { name: "aws", version: "7.4.0" },
       { name: "random", version: "4.18.0" },
     ]);
+    // Only exact versions and plain names reach the seed's script; anything else is the workspace's to resolve.
+    const odd = folder({
+      "Pulumi.yaml": YAML.stringify({
+        name: "p",
+        runtime: "yaml",
+        resources: {
+          a: { type: "aws; touch /tmp/x:s3:Bucket", options: { version: "7.1.0" } },
+          b: { type: "random:index:RandomPet", options: { version: "4.x" } },
+          c: { type: "tls:index:PrivateKey", options: { version: "5.0.0 && true" } },
+          d: { type: "command:local:Command", options: { version: "1.0.0-alpha.1+dev" } },
+        },
+      }),
+    });
+    expect(programPlugins(odd, "yaml")).toEqual([{ name: "command", version: "1.0.0-alpha.1+dev" }]);
     // A runtime or lock it cannot read leaves the workspace to install what it needs itself.
     expect(programPlugins(folder({}), "nodejs")).toEqual([]);
     expect(programPlugins(yaml, "dotnet")).toEqual([]);
@@ -148,6 +162,13 @@ describe("the seed", () => {
     expect(o.snapshot.spec.source.persistentVolumeClaimName).toBe(o.claim.metadata.name);
     expect(o.claim.spec.resources.requests.storage).toBe(`${cached.stacks.pluginCacheGiB}Gi`);
     expect(o.claim.spec.storageClassName).toBe(PLUGIN_CACHE_STORAGE_CLASS);
+  });
+
+  it("names its Job within the 63 characters a Job may have, for the longest project a Stack name allows", () => {
+    const longest = "p".repeat(MAX_STACK_NAME - 2);
+    const named = pluginCacheObjects({ ...cached, project: longest });
+    expect(named.job.metadata.name.length).toBeLessThanOrEqual(63);
+    expect(named.job.metadata.name).toBe(named.claim.metadata.name);
   });
 
   it("runs as the workspaces run (uid and gid 1000), with no Kubernetes token and no cloud role, on base or burst nodes", () => {

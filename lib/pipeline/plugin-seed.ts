@@ -34,7 +34,9 @@ export function pluginSeedScript(p: Pipeline): string {
  */
 export function pluginCacheObjects(p: Pipeline) {
   const digest = pluginSeedDigest(p);
-  const seedName = `${pluginSeedServiceAccountName(p)}-${digest}`;
+  // Short enough for a Job's name (63, the job-name label on its pods) with the longest project a Stack name
+  // leaves room for.
+  const seedName = `${p.project}-seed-${digest}`;
   const namespace = p.stacks.namespace;
   const labels = { "app.kubernetes.io/part-of": p.project, "app.kubernetes.io/name": "plugin-cache" };
   const serviceAccount = {

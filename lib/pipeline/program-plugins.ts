@@ -62,6 +62,11 @@ const byRuntime: Record<string, (dir: string) => ProviderPlugin[]> = {
   go: goPlugins,
 };
 
+// What `pulumi plugin install` is given, in the seed's shell script: a name and an exact version, nothing that
+// the shell could read as more.
+const PLUGIN_NAME = /^[a-z0-9][a-z0-9-]*$/;
+const PLUGIN_VERSION = /^v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$/;
+
 /** Sorted and without duplicates, so the same pins always make the same cache. */
 export function uniquePlugins(plugins: ProviderPlugin[]): ProviderPlugin[] {
   const keyed = new Map(plugins.map((x) => [`${x.name}@${x.version}`, x]));
@@ -69,6 +74,13 @@ export function uniquePlugins(plugins: ProviderPlugin[]): ProviderPlugin[] {
   return [...keyed.values()].sort((a, b) => order(a.name, b.name) || order(a.version, b.version));
 }
 
-/** The resource plugins the program in `dir` (its real folder) pins, for its runtime. */
+/**
+ * The resource plugins the program in `dir` (its real folder) pins, for its runtime. A pin that is not an
+ * exact version (a range, or no version) is left to the workspace, which resolves it as it always does.
+ */
 export const programPlugins = (dir: string, runtime: string): ProviderPlugin[] =>
-  uniquePlugins(byRuntime[runtime]?.(dir) ?? []);
+  uniquePlugins(
+    (byRuntime[runtime]?.(dir) ?? []).filter(
+      (x) => PLUGIN_NAME.test(x.name) && PLUGIN_VERSION.test(x.version),
+    ),
+  );
