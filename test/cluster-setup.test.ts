@@ -223,7 +223,7 @@ describe("cluster-setup project", () => {
     expect(everything).not.toContain("aws:iam/accessKey:AccessKey");
   });
 
-  it("offers encrypted gp3 volumes from the EBS CSI driver, created in the zone of their first pod, gone with their claim, and exports their class for the plugin caches", () => {
+  it("offers encrypted gp3 volumes from the EBS CSI driver, created in the zone of their first pod, gone with their claim, and exports their class for the plugin cache", () => {
     const classes = ofType(plan, "kubernetes:storage.k8s.io/v1:StorageClass").map((r) => r.inputs);
     expect(classes).toEqual([
       {

@@ -192,7 +192,7 @@ describe("cluster project", () => {
     ]);
   });
 
-  it("runs the EBS CSI driver in the example (the plugin caches' volumes), and none when turned off", () => {
+  it("runs the EBS CSI driver in the example (the plugin cache's volumes), and none when turned off", () => {
     expect(readStackConfig("cluster").values["cluster:ebsCsiDriver"]).toBe(true);
     expect(ofType(withoutDriver, "aws:eks/addon:Addon")).toEqual([]);
     expect(withoutDriver.outputs.ebsCsiDriver).toBe(false);

@@ -1,6 +1,6 @@
 // The kargo project's pipeline objects as planned from kargo/pipeline.ts: Project, Stages and their wiring,
 // joins, promotion policies, the Warehouse, stage branches, gate approvals and verification. Who may act and
-// with what (approver roles, Applications, plugin caches, credentials, each environment's identity) is
+// with what (approver roles, Applications, the plugin cache, credentials, each environment's identity) is
 // kargo-access.test.ts's.
 import * as fs from "node:fs";
 import * as path from "node:path";
