@@ -28,10 +28,12 @@ export class PluginCache extends pulumi.ComponentResource {
 
     const account = new k8s.core.v1.ServiceAccount(o.serviceAccount.metadata.name, o.serviceAccount, k8sOpts);
     const claim = new k8s.core.v1.PersistentVolumeClaim(o.claim.metadata.name, o.claim, k8sOpts);
-    // pulumi-kubernetes waits for a Job to complete, and fails the update with its pods' errors if it does not.
+    // pulumi-kubernetes waits for a Job to complete, and fails the update with its pods' errors if it does not;
+    // as long as the Job itself may run (a burst node's start, the image, the downloads).
     const seed = new k8s.batch.v1.Job(o.job.metadata.name, o.job, {
       ...k8sOpts,
       dependsOn: [account, claim],
+      customTimeouts: { create: `${o.job.spec.activeDeadlineSeconds}s` },
     });
     const snapshotClass = new snapshots.VolumeSnapshotClass(
       o.snapshotClass.metadata.name,
@@ -45,6 +47,8 @@ export class PluginCache extends pulumi.ComponentResource {
       // old snapshot, then taking the new one.
       replaceOnChanges: ["spec"],
       deleteBeforeReplace: true,
+      // EBS completes a first snapshot in minutes; beyond the provider's default wait for a first one.
+      customTimeouts: { create: "30m" },
     });
     this.snapshotName = snapshot.metadata.name;
     this.registerOutputs({ snapshotName: this.snapshotName });

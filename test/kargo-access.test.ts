@@ -122,6 +122,24 @@ describe("kargo project", () => {
     expect(pluginCacheObjects(more)).toEqual(o);
   });
 
+  it("seeds before it snapshots, snapshots before any Stage can promote, and replaces the snapshot in place under its name", () => {
+    if (pipeline.stacks.pluginCacheGiB === 0) return;
+    const o = pluginCacheObjects(pipeline);
+    const find = (type: string, name: string) =>
+      plan.resources.find((r) => r.type === type && r.name === name)!;
+    const job = find("kubernetes:batch/v1:Job", o.job.metadata.name);
+    const snapshot = find("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot", o.snapshot.metadata.name);
+    expect(snapshot.dependsOn).toContain(job.urn);
+    // The engine waits for the Job as long as the Job may run, and the snapshot is taken anew in its place.
+    expect(job.options.createTimeout).toBe(`${o.job.spec.activeDeadlineSeconds}s`);
+    expect(snapshot.options).toMatchObject({ deleteBeforeReplace: true, replaceOnChanges: ["spec"] });
+    // A dependency on the cache's component reaches the engine as one on each of its resources.
+    for (const stage of plan.resources.filter(
+      (r) => r.type.endsWith("Stage") && r.type.startsWith("kubernetes:kargo"),
+    ))
+      expect(stage.dependsOn, stage.name).toContain(snapshot.urn);
+  });
+
   it("refuses a plugin cache on a cluster without the EBS CSI driver or the snapshot controller, naming the settings", () => {
     const on = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 4 } });
     const off = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 0 } });

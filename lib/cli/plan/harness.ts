@@ -37,6 +37,10 @@ export interface PlannedResource {
     retainOnDelete: boolean;
     deleteBeforeReplace: boolean;
     ignoreChanges: string[];
+    /** Only when set: the input paths whose change replaces the resource. */
+    replaceOnChanges?: string[];
+    /** Only when set: how long the engine waits for the resource's creation. */
+    createTimeout?: string;
   };
   /** Keys of each input map that is secret as a whole (a Secret's `stringData`): listable, never readable. */
   secretKeys: Record<string, string[]>;
@@ -92,6 +96,8 @@ interface RegisterRequest {
   getIgnorechangesList(): string[];
   getDeletebeforereplace(): boolean;
   getAdditionalsecretoutputsList(): string[];
+  getReplaceonchangesList(): string[];
+  getCustomtimeouts(): { getCreate(): string } | undefined;
 }
 
 interface RegisterResponse {
@@ -157,6 +163,12 @@ class RecordingMonitor extends MockMonitor {
             retainOnDelete: Boolean(req.getRetainondelete()),
             deleteBeforeReplace: Boolean(req.getDeletebeforereplace()),
             ignoreChanges: [...req.getIgnorechangesList()].sort(),
+            ...(req.getReplaceonchangesList().length > 0
+              ? { replaceOnChanges: [...req.getReplaceonchangesList()].sort() }
+              : {}),
+            ...(req.getCustomtimeouts()?.getCreate()
+              ? { createTimeout: req.getCustomtimeouts()!.getCreate() }
+              : {}),
           },
           secretKeys: keysOfSecretMaps(raw),
         });
