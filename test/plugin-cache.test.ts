@@ -17,6 +17,7 @@ import { validatePipeline } from "../lib/pipeline/validate";
 import type { KubeObject } from "../lib/crds/validate";
 import { getValidator } from "./crds-support";
 import { SNAPSHOT_CONTROLLER_VERSION } from "../cluster/config";
+import { readValidationData } from "../lib/crds/schema";
 import { pinned } from "../lib/crds/sources";
 import { withMoreEnvironments } from "./capacity-support";
 
@@ -194,6 +195,14 @@ describe("the seed", () => {
   it("is typed and validated against the snapshot CRDs of the snapshot-controller add-on's own version", () => {
     // The add-on installs the CRDs (EKS user guide, "Enable snapshot functionality for CSI volumes").
     expect(SNAPSHOT_CONTROLLER_VERSION.split("-eksbuild")[0]).toBe(pinned.externalSnapshotter);
+  });
+
+  it("is waited for until the CRD's boolean status.readyToUse is true, as pulumi-kubernetes compares it (fmt.Sprint)", () => {
+    const [crd] =
+      readValidationData().crds["external-snapshotter/snapshot.storage.k8s.io_volumesnapshots.yaml"]!;
+    const status = (crd!.schema as any).properties.status.properties;
+    expect(status.readyToUse.type).toBe("boolean");
+    expect(o.snapshot.metadata.annotations["pulumi.com/waitFor"]).toBe("jsonpath={.status.readyToUse}=true");
   });
 
   it("passes the snapshot CRDs' schemas, and a misspelt field does not", () => {

@@ -21,7 +21,12 @@ export function pluginSeedDigest(p: Pipeline): string {
   return createHash("sha256").update(JSON.stringify(made)).digest("hex").slice(0, 10);
 }
 
-/** The script the seed runs: one `pulumi plugin install` per plugin, then a listing of what it holds, for its log. */
+/**
+ * The script the seed runs: one `pulumi plugin install resource <name> <version>` per plugin (an exact
+ * version, pulumi/pulumi v3.259.0 pkg/cmd/pulumi/plugin/plugin_install.go; no login needed, its registry
+ * falls back to the unauthenticated one: pkg/cmd/pulumi/cmd/registry.go NewDefaultRegistry), then a listing
+ * of what it holds, for its log.
+ */
 export function pluginSeedScript(p: Pipeline): string {
   const lines = pipelinePlugins(p).map((x) => `pulumi plugin install resource ${x.name} ${x.version}`);
   return ["set -eu", ...lines, `ls -la ${WORKSPACE_PULUMI_HOME}/plugins`].join("\n");
