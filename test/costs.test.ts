@@ -94,6 +94,9 @@ describe("what the platform costs idle", () => {
       inputs: { ...claim!.inputs, spec: { ...(claim!.inputs.spec as object), storageClassName: "io2" } },
     };
     expect(monthlyCost([...fixed, io2, snapshot!]).unpriced).toHaveLength(2);
+    // A claim no snapshot is taken of is priced as a volume, not as the cache's seed.
+    const other = { ...claim!, name: "other", inputs: { ...claim!.inputs, metadata: { name: "other" } } };
+    expect(monthlyCost([...fixed, other]).items.map((i) => i.item)).toContain("4 GiB gp3 volume");
   });
 
   it("is the same, at most $195 a month, for the example and for ten more environments", () => {

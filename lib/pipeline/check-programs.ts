@@ -205,10 +205,9 @@ export function programProblems(
     if (x.workspaceImage)
       problems.push(...workspaceImageProblems(x.workspaceImage, `programs.${x.name}.workspaceImage`));
     problems.push(...lockProblems(at, found.real, rel, runtime.name, runtime.options));
-    resolved.push({
-      ...resolveProgram(p, x, project.name, runtime.name, image),
-      plugins: programPlugins(found.real, runtime.name),
-    });
+    resolved.push(
+      resolveProgram(p, x, project.name, runtime.name, image, programPlugins(found.real, runtime.name)),
+    );
   }
   return { problems, programs: resolved };
 }
@@ -219,7 +218,8 @@ function resolveProgram(
   project: string,
   runtime: string,
   image: string,
-): Omit<Program, "plugins"> {
+  plugins: Program["plugins"],
+): Program {
   return {
     ...x,
     dir: normalDir(x.dir),
@@ -227,6 +227,7 @@ function resolveProgram(
     runtime,
     workspaceImage: image,
     resources: x.resources ?? p.stacks.workspaceResources,
+    plugins,
   };
 }
 

@@ -5,17 +5,10 @@
 // another stage's identity then runs. Only the seed, which runs under an identity of its own with no cloud
 // access, writes what the snapshot holds.
 import { uniquePlugins } from "./program-plugins";
-import { WORKSPACE_IMAGES, type Pipeline, type ProviderPlugin } from "./schema";
+import type { Pipeline, ProviderPlugin } from "./schema";
 
 /** The VolumeSnapshot every workspace restores its plugins from; stable, so stacks/ does not change with it. */
 export const pluginSnapshotName = (p: Pick<Pipeline, "project">) => `${p.project}-plugins`;
-/** The VolumeSnapshotClass of that snapshot (cluster-scoped, so named for the pipeline). */
-export const pluginSnapshotClassName = (p: Pick<Pipeline, "project">) => `${p.project}-plugin-cache`;
-/** The identity the seed Job runs under: no cloud role, no Kubernetes API token. */
-export const pluginSeedServiceAccountName = (p: Pick<Pipeline, "project">) => `${p.project}-plugin-seed`;
-
-/** The CLI that installs the plugins: the workspaces' own (the YAML runtime's image is the bare CLI). */
-export const PLUGIN_SEED_IMAGE = WORKSPACE_IMAGES.yaml!;
 
 /**
  * The StorageClass of the seed and of every run's copy: cluster-setup's (cluster-setup/storage.ts), named

@@ -1,16 +1,17 @@
 // The seed of the plugin cache (lib/pipeline/plugin-cache.ts): a Job that installs every pinned plugin onto
 // a volume, and the snapshot of that volume each workspace run restores.
 import { createHash } from "node:crypto";
-import {
-  PLUGIN_CACHE_STORAGE_CLASS,
-  PLUGIN_SEED_IMAGE,
-  pipelinePlugins,
-  pluginSeedServiceAccountName,
-  pluginSnapshotClassName,
-  pluginSnapshotName,
-} from "./plugin-cache";
-import type { Pipeline } from "./schema";
+import { PLUGIN_CACHE_STORAGE_CLASS, pipelinePlugins, pluginSnapshotName } from "./plugin-cache";
+import { WORKSPACE_IMAGES, type Pipeline } from "./schema";
 import { burstToleration, RESTRICTED_PROFILE_ID, WORKSPACE_PULUMI_HOME } from "./stack-manifest";
+
+/** The VolumeSnapshotClass of the cache's snapshot (cluster-scoped, so named for the pipeline). */
+const pluginSnapshotClassName = (p: Pick<Pipeline, "project">) => `${p.project}-plugin-cache`;
+/** The identity the seed Job runs under: no cloud role, no Kubernetes API token. */
+const pluginSeedServiceAccountName = (p: Pick<Pipeline, "project">) => `${p.project}-plugin-seed`;
+
+/** The CLI that installs the plugins: the workspaces' own (the YAML runtime's image is the bare CLI). */
+export const PLUGIN_SEED_IMAGE = WORKSPACE_IMAGES.yaml!;
 
 /**
  * What the seed is made of; a change makes a new seed claim and Job (their names carry it) and so a new

@@ -18,25 +18,6 @@ import (
 	"infra-change-platform/test/internal/plan"
 )
 
-// restrictedNamespace is a namespace the API server's Pod Security admission holds to `restricted`, with the
-// ServiceAccounts the pods name (no controller-manager creates them here).
-func restrictedNamespace(t *testing.T, in *installation, name string, accounts ...string) {
-	t.Helper()
-	ctx := context.Background()
-	_, err := in.server.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   name,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range append(accounts, "default") {
-		if _, err := in.server.Clientset.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: a}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // workspacePod is the pod PKO v2.9.0 runs for a Stack under the restricted profile, with the Stack's pod
 // template merged in: the pod and container security settings of
 // operator/internal/controller/auto/workspace_controller.go (newStatefulSet, then the SecurityProfileRestricted

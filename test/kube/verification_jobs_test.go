@@ -21,17 +21,7 @@ func TestVerificationPodsAreRestricted(t *testing.T) {
 	in := install(t)
 	ctx := context.Background()
 	const ns = "verification-restricted"
-	_, err := in.server.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   ns,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The ServiceAccount admission looks the pod's account up; no controller-manager creates it here.
-	if _, err := in.server.Clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	restrictedNamespace(t, in, ns)
 	templates := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "analysistemplates"}
 	checked := 0
 	for _, o := range in.objects {

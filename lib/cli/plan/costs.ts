@@ -123,15 +123,21 @@ export function monthlyCost(resources: PricedResource[]): CostEstimate {
     }
   }
 
-  // Claims of an EBS StorageClass the plan declares: one volume each, of the size claimed. The plugin cache's
-  // seed is one; its snapshot holds at most the seed's blocks.
+  // Claims of an EBS StorageClass the plan declares: one volume each, of the size claimed. A claim a
+  // VolumeSnapshot is taken of is the plugin cache's seed; the snapshot holds at most the seed's blocks.
   const classes = new Map(
     ofType("kubernetes:storage.k8s.io/v1:StorageClass").map((c) => [
       (c.inputs.metadata as { name?: string } | undefined)?.name,
       (c.inputs.parameters as { type?: string } | undefined)?.type,
     ]),
   );
+  const snapshots = ofType("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot").map((snapshot) => ({
+    snapshot,
+    source: (snapshot.inputs.spec as { source?: { persistentVolumeClaimName?: string } }).source
+      ?.persistentVolumeClaimName,
+  }));
   const claimGiB = new Map<string, number>();
+  const volumes = new Map<string, number>();
   for (const claim of ofType("kubernetes:core/v1:PersistentVolumeClaim")) {
     const spec = claim.inputs.spec as {
       storageClassName?: string;
@@ -143,17 +149,18 @@ export function monthlyCost(resources: PricedResource[]): CostEstimate {
       unpriced.push(`claim ${claim.name}: no price for its class "${spec.storageClassName}" or its size`);
       continue;
     }
-    claimGiB.set((claim.inputs.metadata as { name: string }).name, Number(gib));
-    add(
-      `${gib} GiB ${volumeType} plugin cache seed volume`,
-      Number(gib) * price.volumePerGBMonth[volumeType]!,
-    );
+    const name = (claim.inputs.metadata as { name: string }).name;
+    claimGiB.set(name, Number(gib));
+    const use = snapshots.some((s) => s.source === name) ? "plugin cache seed volume" : "volume";
+    const key = `${gib} GiB ${volumeType} ${use}`;
+    volumes.set(key, (volumes.get(key) ?? 0) + 1);
   }
-  const snapshots = ofType("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot");
+  for (const [key, count] of volumes) {
+    const [gib, , volumeType] = key.split(" ");
+    add(count === 1 ? key : `${key} × ${count}`, count * Number(gib) * price.volumePerGBMonth[volumeType!]!);
+  }
   let pluginCacheGiB: number | undefined;
-  for (const snapshot of snapshots) {
-    const source = (snapshot.inputs.spec as { source?: { persistentVolumeClaimName?: string } }).source
-      ?.persistentVolumeClaimName;
+  for (const { snapshot, source } of snapshots) {
     const gib = source === undefined ? undefined : claimGiB.get(source);
     if (gib === undefined) {
       unpriced.push(`snapshot ${snapshot.name}: its source claim is not in the plan`);
