@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/utils/ptr"
 
 	"infra-change-platform/test/internal/plan"
@@ -63,8 +63,9 @@ func workspacePod(t *testing.T, stack *unstructured.Unstructured, namespace stri
 // The plugin cache, as the API server takes it: the seed Job's pod is admitted at Pod Security `restricted`;
 // each Stack's workspace pod with its plugins volume (an ephemeral volume restored from the cache's
 // snapshot) is admitted at `restricted` too, and so is the claim Kubernetes' ephemeral volume controller
-// makes from it (named <pod>-<volume>, its spec the template's), naming the VolumeSnapshot the kargo
-// project takes of the seed. The same pod with a hostPath in its place is refused: the check is live.
+// makes from it (named by k8s.io/component-helpers storage/ephemeral VolumeClaimName, its spec the
+// template's), naming the VolumeSnapshot the kargo project takes of the seed. A claim of that name left by
+// the previous run is not the new pod's (VolumeIsForPod), so the pod waits for it to go. The same pod with a hostPath in its place is refused: the check is live.
 func TestPluginCacheRestricted(t *testing.T) {
 	in := install(t)
 	ctx := context.Background()
@@ -140,12 +141,19 @@ func TestPluginCacheRestricted(t *testing.T) {
 			if _, err := in.server.Clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 				t.Errorf("%s: the workspace pod: %v", filepath.Base(f), err)
 			}
+			// Named and checked as Kubernetes' own ephemeral volume code names and checks it.
 			claim := &corev1.PersistentVolumeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s", pod.Name, restored.Name), Namespace: ns},
+				ObjectMeta: metav1.ObjectMeta{Name: ephemeral.VolumeClaimName(pod, restored), Namespace: ns},
 				Spec:       restored.Ephemeral.VolumeClaimTemplate.Spec,
 			}
 			if _, err := in.server.Clientset.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 				t.Errorf("%s: the claim restored from the snapshot: %v", filepath.Base(f), err)
+			}
+			previous := claim.DeepCopy()
+			previous.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: "the-previous-run"}}
+			pod.UID = "this-run"
+			if err := ephemeral.VolumeIsForPod(pod, previous); err == nil || !strings.Contains(err.Error(), "not created for pod") {
+				t.Errorf("%s: the previous run's claim of the same name would serve this run: %v", filepath.Base(f), err)
 			}
 			// The same pod, its plugins on the node's disk instead: Pod Security refuses it.
 			host := pod.DeepCopy()
