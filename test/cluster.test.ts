@@ -369,5 +369,15 @@ describe("cluster project", () => {
     expect(plan.upstream.secretOutputNames).toEqual(["kubeconfig"]);
     expect(plan.outputs.oidcProviderUrl).toMatch(/^https:\/\/oidc\.eks\.us-west-2\.amazonaws\.com\/id\//);
     expect(plan.outputs.region).toBe("us-west-2");
+    // docs/deploy.md names each of them, and nothing else, where it lists them.
+    const deploy = fs.readFileSync(path.join(repoRoot, "docs", "deploy.md"), "utf8");
+    const listed = /^Its outputs, which `cluster-setup` reads: ([\s\S]*?)\. The kubeconfig runs/m.exec(
+      deploy,
+    );
+    expect(listed, "docs/deploy.md lists the cluster's outputs").not.toBeNull();
+    const named = [...listed![1]!.matchAll(/`([A-Za-z]+)`/g)]
+      .map((m) => m[1])
+      .filter((n) => n !== "cluster-setup");
+    expect(named.sort()).toEqual(Object.keys(plan.outputs).sort());
   });
 });
