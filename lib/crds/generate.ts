@@ -287,7 +287,7 @@ export async function fetchUpstream(into: string, fetchUrl: typeof fetch = fetch
 /** The typed-resource modules generated from validation data: file name → source text. */
 export async function generateTypes(data: ValidationData): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
-  for (const module of ["kargo", "pko", "argocd", "rollouts", "karpenter", "snapshots"] as const) {
+  for (const module of new Set(crdSources.map((s) => s.module))) {
     files[`${module}.ts`] = await generateModule(module, data);
   }
   files["kargo-steps.ts"] = await generateKargoSteps(data);

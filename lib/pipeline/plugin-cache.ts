@@ -23,12 +23,15 @@ export const SNAPSHOT_API_GROUP = "snapshot.storage.k8s.io";
 export const pipelinePlugins = (p: Pick<Pipeline, "programs">): ProviderPlugin[] =>
   uniquePlugins(p.programs.flatMap((x) => x.plugins));
 
+/** The volume the plugins live on, the seed's and each run's copy alike (a copy is at least its snapshot's size). */
+export const pluginVolumeSpec = (p: Pipeline) => ({
+  accessModes: ["ReadWriteOnce"],
+  storageClassName: PLUGIN_CACHE_STORAGE_CLASS,
+  resources: { requests: { storage: `${p.stacks.pluginCacheGiB}Gi` } },
+});
+
 /** The claim a workspace's plugins are restored onto, as each run's ephemeral volume template spec. */
-export function pluginCopyClaimSpec(p: Pipeline) {
-  return {
-    accessModes: ["ReadWriteOnce"],
-    storageClassName: PLUGIN_CACHE_STORAGE_CLASS,
-    resources: { requests: { storage: `${p.stacks.pluginCacheGiB}Gi` } },
-    dataSource: { apiGroup: SNAPSHOT_API_GROUP, kind: "VolumeSnapshot", name: pluginSnapshotName(p) },
-  };
-}
+export const pluginCopyClaimSpec = (p: Pipeline) => ({
+  ...pluginVolumeSpec(p),
+  dataSource: { apiGroup: SNAPSHOT_API_GROUP, kind: "VolumeSnapshot", name: pluginSnapshotName(p) },
+});

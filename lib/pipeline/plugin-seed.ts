@@ -1,9 +1,14 @@
 // The seed of the plugin cache (lib/pipeline/plugin-cache.ts): a Job that installs every pinned plugin onto
 // a volume, and the snapshot of that volume each workspace run restores.
 import { createHash } from "node:crypto";
-import { PLUGIN_CACHE_STORAGE_CLASS, pipelinePlugins, pluginSnapshotName } from "./plugin-cache";
+import { pipelinePlugins, pluginSnapshotName, pluginVolumeSpec } from "./plugin-cache";
 import { WORKSPACE_IMAGES, type Pipeline } from "./schema";
-import { burstToleration, RESTRICTED_PROFILE_ID, WORKSPACE_PULUMI_HOME } from "./stack-manifest";
+import {
+  burstToleration,
+  RESTRICTED_PROFILE_ID,
+  WORKSPACE_PULUMI_HOME,
+  workspaceEnv,
+} from "./stack-manifest";
 
 /** The VolumeSnapshotClass of the cache's snapshot (cluster-scoped, so named for the pipeline). */
 const pluginSnapshotClassName = (p: Pick<Pipeline, "project">) => `${p.project}-plugin-cache`;
@@ -51,11 +56,7 @@ export function pluginCacheObjects(p: Pipeline) {
   };
   const claim = {
     metadata: { name: seedName, namespace, labels },
-    spec: {
-      accessModes: ["ReadWriteOnce"],
-      storageClassName: PLUGIN_CACHE_STORAGE_CLASS,
-      resources: { requests: { storage: `${p.stacks.pluginCacheGiB}Gi` } },
-    },
+    spec: pluginVolumeSpec(p),
   };
   const job = {
     metadata: { name: seedName, namespace, labels },
@@ -81,11 +82,8 @@ export function pluginCacheObjects(p: Pipeline) {
               name: "seed",
               image: PLUGIN_SEED_IMAGE,
               command: ["/bin/sh", "-c", pluginSeedScript(p)],
-              env: [
-                { name: "PULUMI_HOME", value: WORKSPACE_PULUMI_HOME },
-                { name: "HOME", value: WORKSPACE_PULUMI_HOME },
-                { name: "PULUMI_SKIP_UPDATE_CHECK", value: "true" },
-              ],
+              // The CLI image's runtime is YAML's: PULUMI_HOME and HOME as every workspace has them.
+              env: [...workspaceEnv("yaml"), { name: "PULUMI_SKIP_UPDATE_CHECK", value: "true" }],
               resources: { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "512Mi" } },
               securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
               volumeMounts: [
