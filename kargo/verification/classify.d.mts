@@ -1,0 +1,40 @@
+// Types of kargo/verification/classify.mjs (a dependency-free module the verification Job runs as is).
+
+export type RiskClass = "loss" | "privilege" | "exposure" | "cost";
+export declare const RISK_CLASSES: readonly RiskClass[];
+export declare const LOSS_OPS: readonly string[];
+export declare const CHANGE_OPS: readonly string[];
+export declare const UNKNOWN: string;
+
+/** One resource step, normalized from an engine event or from two offline plans' resources. */
+export interface Step {
+  /** A Pulumi engine step op: "same", "create", "update", "delete", "replace", "create-replacement", ... */
+  op: string;
+  /** The resource type token, e.g. "aws:iam/rolePolicy:RolePolicy". */
+  type: string;
+  urn?: string;
+  oldInputs?: Record<string, unknown>;
+  newInputs?: Record<string, unknown>;
+  /** The changed top-level input keys; unknown when absent. */
+  diffs?: string[];
+}
+
+export interface Rule {
+  class: RiskClass;
+  /** Type tokens; a trailing `*` matches any token with that prefix. */
+  types: readonly string[];
+  /** The ops the rule applies to; CHANGE_OPS when absent. */
+  ops?: readonly string[];
+  keys?: readonly string[];
+  ignoreKeys?: readonly string[];
+  when?: (inputs: Record<string, unknown>) => boolean;
+  why: string;
+}
+
+export declare const RULES: readonly Rule[];
+export declare function ruleMatches(rule: Rule, step: Step): boolean;
+export declare function matchingRules(step: Step): Rule[];
+/** The step's risk classes in RISK_CLASSES order; [] when none. */
+export declare function classifyStep(step: Step): RiskClass[];
+/** The normalized step of an engine event's `resourcePreEvent.metadata` (apitype StepEventMetadata). */
+export declare function stepFromEngineEvent(metadata: unknown): Step & { urn: string };
