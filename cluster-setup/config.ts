@@ -5,6 +5,9 @@ import { fork } from "../lib/fork";
 import { identityProblems, type ForkIdentity } from "../lib/forkIdentity";
 import { isReservedNamespace, reservedNamespaces } from "../lib/namespaces";
 import { pipeline } from "../kargo/pipeline";
+import { escalation, grantableVerbs } from "./escalation";
+
+export { escalation, grantableVerbs } from "./escalation";
 
 /** Words Cognito refuses anywhere in a hosted-UI domain prefix (CreateUserPoolDomain). */
 export const reservedDomainWords = ["aws", "amazon", "cognito"] as const;
@@ -17,36 +20,6 @@ const groupName = z
     "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
   );
 const chartValues = z.record(z.string(), z.unknown()).default({});
-
-/** The verbs Kubernetes RBAC knows for ordinary resources that a program may be granted. */
-export const grantableVerbs = [
-  "get",
-  "list",
-  "watch",
-  "create",
-  "update",
-  "patch",
-  "delete",
-  "deletecollection",
-];
-const readVerbs = ["get", "list", "watch"];
-/** Verbs that grant more than they say: granting permissions, acting as someone else. */
-const escalatingVerbs = ["*", "bind", "escalate", "impersonate", "approve", "sign"];
-/** Subresources that reach into other identities or nodes: minting tokens, running commands in pods. */
-const escalatingResources = [
-  "serviceaccounts/token",
-  "pods/exec",
-  "pods/attach",
-  "pods/portforward",
-  "nodes/proxy",
-  "certificatesigningrequests/approval",
-];
-/** API groups where any write changes who may do what in the cluster. */
-const privilegeApiGroups = [
-  "rbac.authorization.k8s.io",
-  "admissionregistration.k8s.io",
-  "certificates.k8s.io",
-];
 
 const policyRule = z.strictObject({
   apiGroups: z
@@ -65,34 +38,6 @@ const policyRule = z.strictObject({
   resourceNames: z.array(z.string().min(1).max(253)).max(100, "must list at most 100 names").optional(),
 });
 export type PolicyRule = z.infer<typeof policyRule>;
-
-/** Why a rule would let a program escalate beyond it, or undefined when it grants only what it says. */
-export function escalation(rule: PolicyRule, scope: "namespace" | "cluster"): string | undefined {
-  const wildcard = (["apiGroups", "resources", "verbs", "resourceNames"] as const).find((field) =>
-    (rule[field] ?? []).some((v) => v.includes("*")),
-  );
-  if (wildcard) return `has a wildcard in ${wildcard}; list exactly what your programs manage`;
-  const risky = rule.verbs.filter((v) => escalatingVerbs.includes(v));
-  if (risky.length > 0) return `grants ${risky.join(", ")}, which let a program give itself more permissions`;
-  const unknown = rule.verbs.filter((v) => !grantableVerbs.includes(v));
-  if (unknown.length > 0)
-    return `has unknown verb(s) ${unknown.join(", ")}; allowed verbs are ${grantableVerbs.join(", ")}`;
-  const reaching = rule.resources.filter((r) => escalatingResources.includes(r));
-  if (reaching.length > 0) return `grants ${reaching.join(", ")}, which reach other identities or nodes`;
-  const writes = rule.verbs.some((v) => !readVerbs.includes(v));
-  const privilegeGroup = rule.apiGroups.find((g) => privilegeApiGroups.includes(g));
-  if (privilegeGroup && writes)
-    return `writes to ${privilegeGroup}, which changes who may do what; grant only get, list and watch there`;
-  if (rule.apiGroups.includes("") && rule.resources.includes("secrets")) {
-    if (scope === "cluster") return "grants secrets cluster-wide, every credential in the cluster";
-    if (!rule.resourceNames?.length)
-      return "grants every Secret in the stacks namespace, which holds the Pulumi and git tokens; name the Secrets in resourceNames";
-  }
-  const unnameable = rule.verbs.filter((v) => ["create", "list", "watch", "deletecollection"].includes(v));
-  if (rule.resourceNames?.length && unnameable.length > 0)
-    return `uses resourceNames with ${unnameable.join(", ")}, which Kubernetes cannot narrow by name; put them in a rule without resourceNames`;
-  return undefined;
-}
 
 export const clusterSetupConfigSchema = z
   .object({

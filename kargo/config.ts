@@ -15,6 +15,10 @@ const token = (key: string, what: string) =>
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
 
+/** Who may bypass main's review rule: nobody, repository admins through a pull request only, or always. */
+export const adminBypassModes = ["never", "pull_request", "always"] as const;
+export type AdminBypassMode = (typeof adminBypassModes)[number];
+
 /** Each CIDR is one rule of the webhook listener's security group. */
 export const webhookAllowList = internetAllowList(
   SECURITY_GROUP_RULE_LIMIT,
@@ -93,6 +97,25 @@ export const kargoConfigSchema = z.object({
   githubRulesets: z.boolean().default(false),
   /** A token that may administer the repository (Administration: write), used only for the rulesets. */
   githubAdminToken: optional(token("githubAdminToken", "token with Administration: write on the repository")),
+  /** Approving reviews a pull request into main needs (GitHub allows 0 to 10). */
+  githubRequiredReviews: z
+    .number({ error: "must be a whole number of approving reviews, 0 to 10" })
+    .int("must be a whole number of approving reviews, 0 to 10")
+    .min(0, "must be at least 0")
+    .max(10, "must be at most 10 (GitHub's limit)")
+    .default(1),
+  /** The last push to a pull request must be approved by someone other than who pushed it. */
+  githubRequireLastPushApproval: z.boolean({ error: "must be true (the default) or false" }).default(true),
+  /**
+   * Whether repository admins may merge into main without the reviews (never without the checks): "never"
+   * (the default), "pull_request" (through a pull request only: the one-maintainer setting) or "always".
+   */
+  githubAdminBypass: z
+    .enum(adminBypassModes, {
+      error:
+        'allowed values are "never" (the default), "pull_request" (admins merge a pull request without reviews) and "always"',
+    })
+    .default("never"),
 });
 
 const githubAppKeys = ["githubAppId", "githubAppInstallationId", "githubAppPrivateKey"] as const;
@@ -112,6 +135,20 @@ const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
       code: "custom",
       path: [key],
       message: `must be set with ${appKeys.map((k) => `kargo:${k}`).join(" and ")}: a GitHub App needs its ID, its installation's ID and its private key`,
+    });
+  // With no review required there is no push to approve; GitHub would still ask someone else for one.
+  if (c.githubRequiredReviews === 0 && c.githubRequireLastPushApproval)
+    ctx.addIssue({
+      code: "custom",
+      path: ["githubRequireLastPushApproval"],
+      message:
+        "must be false when kargo:githubRequiredReviews is 0: a last-push approval is a review by someone else; for one maintainer set kargo:githubAdminBypass to pull_request instead (docs/deploy.md)",
+    });
+  if (c.githubRequiredReviews === 0 && c.githubAdminBypass !== "never")
+    ctx.addIssue({
+      code: "custom",
+      path: ["githubAdminBypass"],
+      message: "must be never when kargo:githubRequiredReviews is 0: there is no review to bypass",
     });
   if (c.githubRulesets && !c.githubAdminToken)
     ctx.addIssue({

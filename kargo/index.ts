@@ -57,6 +57,13 @@ export = async () => {
     ]);
   }
 
+  const requiredChecks = pullRequestChecks(path.join(__dirname, "..", ".github", "workflows"));
+  // Without reviews the checks are all that stand between a push and main.
+  if (config.githubRulesets && config.githubRequiredReviews === 0 && requiredChecks.length === 0)
+    throw new ConfigError("kargo", [
+      "kargo:githubRequiredReviews: must be at least 1 while no pull-request workflow in .github/workflows reports a check: with neither, anything merges into main",
+    ]);
+
   const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
   const webhookAllowedCidrs = config.webhookAllowedCidrs ?? (await githubHookRanges(githubProvider));
 
@@ -137,6 +144,10 @@ export = async () => {
       pulumi.log.warn(
         "kargo:githubRulesets without a GitHub App: the stage branches' one writer is gitToken's user, who may push there by hand too; set kargo:githubAppId, githubAppInstallationId and githubAppPrivateKey to make it Kargo alone",
       );
+    if (config.githubAdminBypass === "always")
+      pulumi.log.warn(
+        "kargo:githubAdminBypass is always: repository admins may push to main without a pull request; pull_request keeps them to pull requests whose checks passed",
+      );
     new RepositoryRules("repository", {
       repository: repository.name,
       provider: new github.Provider("github-admin", {
@@ -144,7 +155,12 @@ export = async () => {
         token: config.githubAdminToken!,
       }),
       kargo: kargoIdentity,
-      requiredChecks: pullRequestChecks(path.join(__dirname, "..", ".github", "workflows")),
+      requiredChecks,
+      review: {
+        requiredReviews: config.githubRequiredReviews,
+        requireLastPushApproval: config.githubRequireLastPushApproval,
+        adminBypass: config.githubAdminBypass,
+      },
     });
   }
 

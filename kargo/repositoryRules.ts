@@ -4,6 +4,7 @@ import * as github from "@pulumi/github";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
 import { stageBranchPrefix } from "../lib/pipeline/names";
+import type { AdminBypassMode } from "./config";
 
 /** Who pushes the stage branches: Kargo's GitHub App, or the user whose token Kargo pushes with. */
 export type KargoGitIdentity =
@@ -18,16 +19,42 @@ export interface RepositoryRulesArgs {
   kargo: KargoGitIdentity;
   /** Status checks a pull request must pass before it merges into main. */
   requiredChecks: string[];
+  /** How many approvals a pull request into main needs, and who may merge without them. */
+  review: ReviewRules;
+}
+
+export interface ReviewRules {
+  /** Approving reviews a pull request into main needs (0: none, the checks alone guard main). */
+  requiredReviews: number;
+  /** The most recent push must be approved by someone other than who pushed it. */
+  requireLastPushApproval: boolean;
+  /** Whether repository admins may merge without the reviews (never the checks): see adminBypass. */
+  adminBypass: AdminBypassMode;
 }
 
 /**
- * The repository's rules as code, two GitHub repository rulesets: `main` takes changes only through a reviewed
- * pull request whose checks passed, never a force push or a deletion; the stage branches are Kargo's alone,
+ * The repository role "admin" as a ruleset bypass actor. A `RepositoryRole` actor's ID is the base role's:
+ * maintain 2, write 4, admin 5 (integrations/terraform-provider-github docs/resources/repository_ruleset.md,
+ * bypass_actors, which @pulumi/github 6.15.0 wraps). `pull_request` lets admins merge a pull request without
+ * the ruleset's rules, never push past them; `always` also lets them push to main directly.
+ */
+export const REPOSITORY_ADMIN_ROLE_ID = 5;
+export function adminBypass(mode: AdminBypassMode): github.types.input.RepositoryRulesetBypassActor[] {
+  return mode === "never"
+    ? []
+    : [{ actorType: "RepositoryRole", actorId: REPOSITORY_ADMIN_ROLE_ID, bypassMode: mode }];
+}
+
+/**
+ * The repository's rules as code, GitHub repository rulesets: `main` takes changes only through a pull request
+ * whose checks passed, reviewed as `review` says, never a force push or a deletion; the stage branches are Kargo's alone,
  * since whatever a stage branch holds is what its Stack runs (the Stack admission policy keeps each Stack
  * to its stage; this keeps the commit to what Kargo promoted).
  */
 export class RepositoryRules extends pulumi.ComponentResource {
   readonly mainRulesetId: pulumi.Output<number>;
+  /** The reviews ruleset; none when no review is required. */
+  readonly reviewRulesetId: pulumi.Output<number> | undefined;
   readonly stageRulesetId: pulumi.Output<number>;
 
   constructor(name: string, args: RepositoryRulesArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -52,14 +79,17 @@ export class RepositoryRules extends pulumi.ComponentResource {
         },
         { parent: this, provider: args.provider },
       );
-    // Nobody bypasses main's rules, administrators included.
-    const main = ruleset("main", "main: reviewed pull requests only", "~DEFAULT_BRANCH", [], {
+    // Two rulesets on main, since a bypass actor skips every rule of the ruleset it bypasses: the first
+    // (pull requests only, checks passed, no force push or deletion) has no bypass, administrators
+    // included; the second holds the reviews, which repository admins may skip when adminBypass says so
+    // (the one-maintainer case, docs/deploy.md). GitHub applies every ruleset that matches a branch.
+    const main = ruleset("main", "main: pull requests whose checks passed", "~DEFAULT_BRANCH", [], {
       deletion: true,
       nonFastForward: true,
       pullRequest: {
-        requiredApprovingReviewCount: 1,
+        requiredApprovingReviewCount: 0,
         dismissStaleReviewsOnPush: true,
-        requireLastPushApproval: true,
+        requireLastPushApproval: false,
         requiredReviewThreadResolution: false,
       },
       requiredStatusChecks: {
@@ -67,6 +97,17 @@ export class RepositoryRules extends pulumi.ComponentResource {
         requiredChecks: args.requiredChecks.map((context) => ({ context })),
       },
     });
+    const reviews =
+      args.review.requiredReviews > 0
+        ? ruleset("main-reviews", "main: reviewed", "~DEFAULT_BRANCH", adminBypass(args.review.adminBypass), {
+            pullRequest: {
+              requiredApprovingReviewCount: args.review.requiredReviews,
+              dismissStaleReviewsOnPush: true,
+              requireLastPushApproval: args.review.requireLastPushApproval,
+              requiredReviewThreadResolution: false,
+            },
+          })
+        : undefined;
     // A stage's first promotion creates its branch as an orphan and each one after pushes a new commit on top
     // (lib/pipeline/promotion.ts): Kargo creates and updates; nobody force-pushes or deletes.
     const stages = ruleset(
@@ -77,8 +118,13 @@ export class RepositoryRules extends pulumi.ComponentResource {
       { creation: true, update: true, deletion: true, nonFastForward: true },
     );
     this.mainRulesetId = main.rulesetId;
+    this.reviewRulesetId = reviews?.rulesetId;
     this.stageRulesetId = stages.rulesetId;
-    this.registerOutputs({ mainRulesetId: this.mainRulesetId, stageRulesetId: this.stageRulesetId });
+    this.registerOutputs({
+      mainRulesetId: this.mainRulesetId,
+      reviewRulesetId: this.reviewRulesetId,
+      stageRulesetId: this.stageRulesetId,
+    });
   }
 }
 

@@ -1,3 +1,5 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   clusterSetupConfigSchema,
@@ -5,6 +7,9 @@ import {
   escalation,
   grantableVerbs,
 } from "../cluster-setup/config";
+import { workloadResources, workloadWriteVerbs } from "../cluster-setup/escalation";
+import { readCrdFile } from "../lib/crds/schema";
+import { upstreamCrdsDir, validationData } from "./crds-support";
 import { planError } from "./helpers";
 
 describe("cluster-setup rejects bad config before registering anything", () => {
@@ -111,9 +116,14 @@ describe("what a stack's programs may be granted in the cluster (stackRbacRules)
   it("grants a rule that says exactly what it lets a program do", () => {
     const safe: [Rule, (typeof scopes)[number][]][] = [
       [
-        { apiGroups: ["apps"], resources: ["deployments", "deployments/scale"], verbs: grantableVerbs },
+        {
+          apiGroups: ["apps"],
+          resources: ["deployments", "deployments/scale"],
+          verbs: grantableVerbs.filter((v) => !workloadWriteVerbs.includes(v)),
+        },
         [...scopes],
       ],
+      [{ apiGroups: ["apps"], resources: ["deployments/scale"], verbs: grantableVerbs }, [...scopes]],
       [
         { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["get", "list", "watch"] },
         [...scopes],
@@ -132,7 +142,11 @@ describe("what a stack's programs may be granted in the cluster (stackRbacRules)
         ["namespace"],
       ],
       [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: [] }, [...scopes]],
-      [{ apiGroups: ["", "batch"], resources: ["jobs", "pods/log"], verbs: ["create", "get"] }, [...scopes]],
+      [{ apiGroups: ["", "batch"], resources: ["jobs", "pods/log"], verbs: ["get", "delete"] }, [...scopes]],
+      [
+        { apiGroups: ["", "batch"], resources: ["configmaps", "pods/log"], verbs: ["create", "get"] },
+        [...scopes],
+      ],
     ];
     for (const [rule, allowedIn] of safe)
       for (const scope of allowedIn)
@@ -193,6 +207,95 @@ describe("what a stack's programs may be granted in the cluster (stackRbacRules)
     expect(escalation({ ...rule, resourceNames: [] }, "namespace")).toMatch(
       /^grants every Secret in the stacks namespace/,
     );
+  });
+});
+
+describe("no rule lets a program run a pod as another environment's ServiceAccount", () => {
+  type Rule = Parameters<typeof escalation>[0];
+  const scopes = ["namespace", "cluster"] as const;
+  const pairs = Object.entries(workloadResources).flatMap(([group, resources]) =>
+    Object.keys(resources).map((resource) => ({ group, resource })),
+  );
+
+  it("refuses create, update and patch on every resource whose objects run a pod under a ServiceAccount they name", () => {
+    for (const { group, resource } of pairs)
+      for (const verb of workloadWriteVerbs)
+        for (const scope of scopes) {
+          const rule: Rule = {
+            apiGroups: ["", group],
+            resources: ["configmaps", resource],
+            verbs: ["get", verb],
+          };
+          const what = group === "" ? resource : `${resource}.${group}`;
+          const field = workloadResources[group]![resource]!;
+          expect(escalation(rule, scope), `${JSON.stringify(rule)} in ${scope}`).toBe(
+            `grants ${verb} on ${what}, whose ${field} runs a pod as any ServiceAccount in the namespace, ` +
+              "another environment's identity included; grant only get, list, watch and delete there",
+          );
+        }
+  });
+
+  it("names the field that chooses the ServiceAccount", () => {
+    expect(
+      escalation({ apiGroups: ["batch"], resources: ["cronjobs"], verbs: ["create"] }, "namespace"),
+    ).toMatch(
+      /^grants create on cronjobs\.batch, whose spec\.jobTemplate\.spec\.template\.spec\.serviceAccountName runs a pod as any ServiceAccount/,
+    );
+    expect(
+      escalation({ apiGroups: ["auto.pulumi.com"], resources: ["updates"], verbs: ["patch"] }, "namespace"),
+    ).toMatch(/^grants patch on updates\.auto\.pulumi\.com, whose spec\.workspaceName/);
+  });
+
+  it("still grants reading and deleting them", () => {
+    for (const { group, resource } of pairs)
+      for (const scope of scopes)
+        expect(
+          escalation(
+            { apiGroups: [group], resources: [resource], verbs: ["get", "list", "watch", "delete"] },
+            scope,
+          ),
+        ).toBeUndefined();
+  });
+
+  it("refuses wildcards that would cover them, in verbs, resources and apiGroups", () => {
+    const cases: [Rule, string][] = [
+      [{ apiGroups: ["batch"], resources: ["jobs"], verbs: ["*"] }, "verbs"],
+      [{ apiGroups: ["batch"], resources: ["*"], verbs: ["create"] }, "resources"],
+      [{ apiGroups: ["*"], resources: ["jobs"], verbs: ["create"] }, "apiGroups"],
+      [{ apiGroups: ["auto.pulumi.com"], resources: ["*/status", "updates"], verbs: ["get"] }, "resources"],
+    ];
+    for (const [rule, field] of cases)
+      expect(escalation(rule, "namespace")).toMatch(new RegExp(`^has a wildcard in ${field}`));
+  });
+
+  it("refuses adding an ephemeral container to a running pod, which runs as that pod's ServiceAccount", () => {
+    expect(
+      escalation({ apiGroups: [""], resources: ["pods/ephemeralcontainers"], verbs: ["patch"] }, "namespace"),
+    ).toMatch(/^grants pods\/ephemeralcontainers, which reach other identities/);
+  });
+
+  // Derived from the schemas, not from the list: every custom resource the platform installs or reads whose
+  // schema names a ServiceAccount (the committed CRD data, and the upstream CRDs where this clone has them).
+  it("covers every custom resource whose schema names a serviceAccountName", () => {
+    const crds = [
+      ...Object.values(validationData.crds).flat(),
+      ...(upstreamCrdsDir
+        ? fs
+            .readdirSync(upstreamCrdsDir, { recursive: true, encoding: "utf8" })
+            .filter((f) => /\.ya?ml$/.test(f) && !/values/.test(f))
+            .flatMap((f) => {
+              const text = fs.readFileSync(path.join(upstreamCrdsDir!, f), "utf8");
+              return text.includes("CustomResourceDefinition") ? readCrdFile(f, text) : [];
+            })
+        : []),
+    ];
+    const naming = crds.filter((crd) => JSON.stringify(crd.schema).includes('"serviceAccountName"'));
+    expect(naming.map((crd) => crd.kind)).toEqual(expect.arrayContaining(["Stack", "AnalysisTemplate"]));
+    for (const crd of naming) {
+      // The plural of each of these kinds is its lower-cased kind plus "s" (their CRDs' spec.names.plural).
+      const resource = `${crd.kind.toLowerCase()}s`;
+      expect(workloadResources[crd.group]?.[resource], `${crd.group} ${resource}`).toBeDefined();
+    }
   });
 });
 

@@ -192,6 +192,11 @@ const cases: Record<ProjectName, Case[]> = {
       /cluster-setup:stackRbacRules \(at 0\): grants escalate/,
     ],
     [
+      "a Job, which runs a pod as any ServiceAccount of the namespace",
+      rule({ apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "create"] }),
+      /cluster-setup:stackRbacRules \(at 0\): grants create on jobs\.batch, whose spec\.template\.spec\.serviceAccountName runs a pod as any ServiceAccount/,
+    ],
+    [
       "impersonate",
       rule({ apiGroups: [""], resources: ["users"], verbs: ["impersonate"] }),
       /cluster-setup:stackRbacRules \(at 0\): grants impersonate/,

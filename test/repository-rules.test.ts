@@ -30,29 +30,104 @@ const rulesets = async (config: Record<string, unknown>) => {
   const plan = await planProject("kargo", config, secrets);
   const all = ofType(plan, RULESET).map((r) => r.inputs as unknown as Ruleset);
   const stageRef = `refs/heads/${stageBranch("*")}`;
+  const onMain = all.filter((r) => r.conditions.refName.includes.includes("~DEFAULT_BRANCH"));
   return {
     all,
-    main: all.find((r) => r.conditions.refName.includes.includes("~DEFAULT_BRANCH")),
+    // The ruleset that holds main's checks, and the one that holds its reviews (none without reviews).
+    main: onMain.find((r) => r.rules.requiredStatusChecks !== undefined),
+    reviews: onMain.find((r) => r.rules.requiredStatusChecks === undefined),
+    onMain,
     stages: all.find((r) => r.conditions.refName.includes.includes(stageRef)),
   };
 };
+const ADMIN = { actorType: "RepositoryRole", actorId: 5, bypassMode: "pull_request" };
 
 describe("the repository rulesets", () => {
   it("are not planned unless asked for", async () => {
     expect((await rulesets({})).all).toEqual([]);
   });
 
-  it("keep main to reviewed pull requests whose checks passed, without bypass", async () => {
-    const { main } = await rulesets(on);
+  it("keep main to pull requests whose checks passed, without bypass, administrators included", async () => {
+    for (const bypass of ["never", "pull_request", "always"]) {
+      const { main } = await rulesets({ ...on, "kargo:githubAdminBypass": bypass });
+      expect(main?.bypassActors ?? []).toEqual([]);
+      expect(main?.rules).toMatchObject({ deletion: true, nonFastForward: true });
+      expect(main?.rules.pullRequest).toBeDefined();
+      const checks = pullRequestChecks(path.join(repoRoot, ".github", "workflows"));
+      expect(checks.length).toBeGreaterThan(0);
+      expect(
+        main?.rules.requiredStatusChecks.requiredChecks.map((c: { context: string }) => c.context),
+      ).toEqual(checks);
+    }
+  });
+
+  it("by default, ask one approving review by someone other than the last pusher, and let nobody bypass it", async () => {
+    const { reviews } = await rulesets(on);
+    expect(reviews?.bypassActors ?? []).toEqual([]);
+    expect(reviews?.rules.pullRequest).toMatchObject({
+      requiredApprovingReviewCount: 1,
+      dismissStaleReviewsOnPush: true,
+      requireLastPushApproval: true,
+    });
+  });
+
+  it("take the review count, last-push approval and admin bypass from config", async () => {
+    const { reviews } = await rulesets({
+      ...on,
+      "kargo:githubRequiredReviews": 2,
+      "kargo:githubRequireLastPushApproval": false,
+      "kargo:githubAdminBypass": "always",
+    });
+    expect(reviews?.rules.pullRequest).toMatchObject({
+      requiredApprovingReviewCount: 2,
+      requireLastPushApproval: false,
+    });
+    expect(reviews?.bypassActors).toEqual([{ ...ADMIN, bypassMode: "always" }]);
+  });
+
+  // One maintainer cannot approve their own pull request: the admin bypass lets them merge it, through a
+  // pull request only, while the checks (another ruleset, without bypass) still hold.
+  it("let a lone maintainer merge through a pull request whose checks passed (githubAdminBypass: pull_request)", async () => {
+    const { main, reviews } = await rulesets({ ...on, "kargo:githubAdminBypass": "pull_request" });
+    expect(reviews?.bypassActors).toEqual([ADMIN]);
+    expect(reviews?.rules.pullRequest.requiredApprovingReviewCount).toBe(1);
     expect(main?.bypassActors ?? []).toEqual([]);
-    expect(main?.rules).toMatchObject({ deletion: true, nonFastForward: true });
-    expect(main?.rules.pullRequest.requiredApprovingReviewCount).toBeGreaterThanOrEqual(1);
-    expect(main?.rules.pullRequest.dismissStaleReviewsOnPush).toBe(true);
-    const checks = pullRequestChecks(path.join(repoRoot, ".github", "workflows"));
-    expect(checks.length).toBeGreaterThan(0);
-    expect(
-      main?.rules.requiredStatusChecks.requiredChecks.map((c: { context: string }) => c.context),
-    ).toEqual(checks);
+    expect(main?.rules.requiredStatusChecks.requiredChecks.length).toBeGreaterThan(0);
+  });
+
+  it("with no review required, plan no reviews ruleset and keep the checks", async () => {
+    const { onMain, main, reviews } = await rulesets({
+      ...on,
+      "kargo:githubRequiredReviews": 0,
+      "kargo:githubRequireLastPushApproval": false,
+    });
+    expect(reviews).toBeUndefined();
+    expect(onMain).toHaveLength(1);
+    expect(main?.rules.requiredStatusChecks.requiredChecks.length).toBeGreaterThan(0);
+  });
+
+  it("refuse review settings that cannot hold, naming the key", async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ "kargo:githubRequiredReviews": 11 }, /kargo:githubRequiredReviews: must be at most 10/],
+      [{ "kargo:githubRequiredReviews": -1 }, /kargo:githubRequiredReviews: must be at least 0/],
+      [{ "kargo:githubRequiredReviews": 1.5 }, /kargo:githubRequiredReviews: must be a whole number/],
+      [
+        { "kargo:githubRequiredReviews": 0 },
+        /kargo:githubRequireLastPushApproval: must be false when kargo:githubRequiredReviews is 0/,
+      ],
+      [
+        {
+          "kargo:githubRequiredReviews": 0,
+          "kargo:githubRequireLastPushApproval": false,
+          "kargo:githubAdminBypass": "pull_request",
+        },
+        /kargo:githubAdminBypass: must be never when kargo:githubRequiredReviews is 0/,
+      ],
+      [{ "kargo:githubAdminBypass": "admins" }, /kargo:githubAdminBypass: allowed values are "never"/],
+      [{ "kargo:githubRequireLastPushApproval": "yes" }, /kargo:githubRequireLastPushApproval: must be true/],
+    ];
+    for (const [config, message] of cases)
+      expect((await planError("kargo", { ...on, ...config }, secrets)).message).toMatch(message);
   });
 
   it("let only Kargo's App create, push or delete a stage branch", async () => {
