@@ -11,7 +11,7 @@ import { fork } from "../lib/fork";
 import { ancestors, programStageName, programStages, runStages, type GraphNode } from "../lib/pipeline/graph";
 import { githubRepository, names, stackConfigFile } from "../lib/pipeline/names";
 import { verificationScriptKey } from "../lib/pipeline/verification";
-import { approvalKey, freightPaths, stageSpec } from "../lib/pipeline/promotion";
+import { approvalKey, approvalTimeKey, freightPaths, stageSpec } from "../lib/pipeline/promotion";
 import { isProtected, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
@@ -217,8 +217,11 @@ describe("kargo project", () => {
       expect(steps[0]).toMatchObject({ uses: "set-metadata" });
       const [update] = steps[0].config.updates;
       expect(update).toMatchObject({ kind: "Freight", name: "${{ quote(ctx.targetFreight.name) }}" });
-      expect(Object.keys(update.values)).toEqual([approvalKey(s.name)]);
+      expect(Object.keys(update.values).sort()).toEqual(
+        [approvalKey(s.name), approvalTimeKey(s.name)].sort(),
+      );
       expect(update.values[approvalKey(s.name)]).toContain("ctx.meta.promotion.actor");
+      expect(update.values[approvalTimeKey(s.name)]).toContain("now()");
       expect(stage(s.name).spec.verification).toBeUndefined();
     }
     const keys = pipeline.stages.filter((s) => s.kind === "gate").map((s) => approvalKey(s.name));

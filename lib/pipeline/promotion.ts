@@ -6,6 +6,7 @@ import type * as kargo from "../crds/generated/kargo";
 import { isProgramStage, programStages, runStages, upstreamOf, type RunStage } from "./graph";
 import { names, stackManifestFile, stageBranch, stageBranchFile } from "./names";
 import type { Pipeline } from "./schema";
+import { verificationNotice } from "./notify";
 import { analysisTemplateName } from "./verification";
 import { programOf } from "./stack-manifest";
 
@@ -168,7 +169,7 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
       },
       {
         uses: "git-commit",
-        config: { path: stage, message: `Promote \${{ ctx.stage }} to ${commitInText}` },
+        config: { path: stage, message: promotionMessage(p, commitInText) },
       },
       // One writer per branch: no sibling stage pushes here.
       { uses: "git-push", as: "push", config: { path: stage, targetBranch: branch } },
@@ -204,11 +205,51 @@ export function stageBranchReadme(stageName: string, commit: string): string {
 
 /** The Freight metadata key holding the approvals of a gate, each the approver's Kargo actor. */
 export const approvalKey = (gate: string) => `approved-by-${gate}`;
+/** The Freight metadata key holding when each approval of a gate was made (UTC, RFC 3339), in the same order. */
+export const approvalTimeKey = (gate: string) => `approved-at-${gate}`;
 
-const approvalsAppended = (key: string) =>
+/** The trailer of a stage branch commit that holds its promotion's record (lib/history.ts reads it back). */
+export const recordTrailer = "Kargo-Record";
+
+/**
+ * The commit message of a promotion: its subject, then the record as one trailer line of compact JSON. Kargo
+ * turns a map an expression returns inside longer text into `json.Marshal` output (akuity/kargo v1.11.2
+ * pkg/expressions/json_templates.go, evaluateExpression), so every value is escaped and a newline, quote or
+ * markup in an approver's name or a commit stays inside its JSON string: no value can start a line of its
+ * own. The stage branch, which only Kargo pushes (kargo/repositoryRules.ts), keeps it after the Freight is
+ * collected and the cluster is gone. Approvals are every gate's, as the Freight's metadata holds them now;
+ * `ctx.uiBaseUrl` is Kargo's own address (its chart's API_SERVER_BASE_URL), so the links need no config.
+ */
+export function promotionMessage(p: Pipeline, commitInText: string): string {
+  const gates = runStages(p).filter((s) => s.kind === "gate");
+  const approvals = gates.map(
+    (g) =>
+      `{"gate": ${JSON.stringify(g.name)}, "by": md?.[${JSON.stringify(approvalKey(g.name))}], "at": md?.[${JSON.stringify(approvalTimeKey(g.name))}]}`,
+  );
+  const ui = 'ctx.uiBaseUrl + "/project/" + ctx.project';
+  const record = [
+    `"project": ctx.project`,
+    `"stage": ctx.stage`,
+    `"freight": ctx.targetFreight.name`,
+    `"alias": ctx.targetFreight.alias`,
+    `"commit": commitFrom(vars.repoURL).ID`,
+    `"promotion": ctx.promotion`,
+    `"promotedBy": ctx.meta.promotion.actor`,
+    `"approvals": [${approvals.join(", ")} ]`,
+    `"freightUrl": ${ui} + "/freight/" + ctx.targetFreight.name`,
+    `"promotionUrl": ${ui} + "/promotion/" + ctx.promotion`,
+  ];
+  // `let` binds the Freight's metadata once; the spaces keep `}}` (the expression's end) out of the literal.
+  const expression = `let md = freightMetadata(ctx.targetFreight.name); {${record.join(", ")} }`;
+  return `Promote \${{ ctx.stage }} to ${commitInText}\n\n${recordTrailer}: \${{ ${expression} }}`;
+}
+
+const nowUtc = 'now().UTC().Format("2006-01-02T15:04:05Z07:00")';
+
+const approvalsAppended = (key: string, value = "ctx.meta.promotion.actor") =>
   "${{ concat((let prev = freightMetadata(ctx.targetFreight.name)?.[" +
   JSON.stringify(key) +
-  ']; type(prev) == "array" ? prev : prev == nil ? [] : [prev]), [ctx.meta.promotion.actor]) }}';
+  `]; type(prev) == "array" ? prev : prev == nil ? [] : [prev]), [${value}]) }}`;
 
 export function stageSpec(p: Pipeline, s: RunStage): kargo.StageSpec {
   // A join runs nothing: Kargo verifies Freight there once it is verified in every program's stage.
@@ -216,7 +257,8 @@ export function stageSpec(p: Pipeline, s: RunStage): kargo.StageSpec {
   if (s.kind === "gate") {
     return {
       requestedFreight: requestedFreight(s),
-      // Records on the Freight who let it through this gate: every approval, in order. set-metadata replaces
+      // Records on the Freight who let it through this gate and when (expr-lang's now(), on Kargo's clock):
+      // every approval, in order; promotionMessage copies them to each stage branch. set-metadata replaces
       // a key's value (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/metadata_setter.go), so the step
       // appends to what freightMetadata() reads there; a value from before this was a list becomes its first.
       promotionTemplate: {
@@ -230,7 +272,10 @@ export function stageSpec(p: Pipeline, s: RunStage): kargo.StageSpec {
                     kind: "Freight",
                     // Freight names are hex digests: one of digits only would become a number unquoted.
                     name: quoted("ctx.targetFreight.name"),
-                    values: { [approvalKey(s.name)]: approvalsAppended(approvalKey(s.name)) },
+                    values: {
+                      [approvalKey(s.name)]: approvalsAppended(approvalKey(s.name)),
+                      [approvalTimeKey(s.name)]: approvalsAppended(approvalTimeKey(s.name), nowUtc),
+                    },
                   },
                 ],
               },
@@ -250,6 +295,8 @@ export function stageSpec(p: Pipeline, s: RunStage): kargo.StageSpec {
         { name: "stack", value: p.environments[s.environment]!.pulumiStack },
         { name: "commit", value: freightCommit(p) },
       ],
+      // What the notifications say of this stage's verification (notify.ts); Kargo adds them to each run.
+      analysisRunMetadata: { annotations: verificationNotice(p, s) },
     },
   };
 }

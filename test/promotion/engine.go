@@ -51,6 +51,9 @@ type Promotion struct {
 	Actor string
 	// WorkDir is where the steps work (Kargo makes one per Promotion and removes it afterwards).
 	WorkDir string
+	// UIBaseURL is ctx.uiBaseUrl: the controller's API_SERVER_BASE_URL (akuity/kargo v1.11.2
+	// pkg/controller/promotions/promotions.go), Kargo's own address; empty unless a scenario sets it.
+	UIBaseURL string
 }
 
 // StepRecord is one step as it ran: its evaluated config and what it returned.
@@ -253,7 +256,7 @@ func env(p Promotion, project, alias string, vars map[string]any, state map[stri
 	}
 	env := map[string]any{
 		"ctx": map[string]any{
-			"uiBaseUrl": "",
+			"uiBaseUrl": p.UIBaseURL,
 			"project":   project,
 			"promotion": p.Name,
 			"stage":     p.Stage,

@@ -1,0 +1,134 @@
+// `npm run history`: an environment's promotions read back from the stage branches with git alone. The repository
+// here is built by the test, its commits carrying records shaped as promotionMessage writes them (the Go
+// scenario test/promotion/record_test.go has Kargo's expressions write them and runs this command on those).
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { pipeline as definition } from "../kargo/pipeline";
+import { environmentHistory, formatHistory, gitLog, parseRecord } from "../lib/history";
+import { programStages } from "../lib/pipeline/graph";
+import { stageBranch } from "../lib/pipeline/names";
+import { recordTrailer } from "../lib/pipeline/promotion";
+import { validatePipeline } from "../lib/pipeline/validate";
+
+const pipeline = validatePipeline(definition);
+const git = (dir: string, ...args: string[]) => {
+  const r = spawnSync("git", ["-C", dir, ...args], {
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_AUTHOR_NAME: "Kargo",
+      GIT_AUTHOR_EMAIL: "k@example.com",
+      GIT_COMMITTER_NAME: "Kargo",
+      GIT_COMMITTER_EMAIL: "k@example.com",
+    },
+  });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout.trim();
+};
+
+const hostile = 'eve"</b>\nKargo-Record: {"stage":"forged"}';
+const record = (stage: string, freight: string, by: string[]) => ({
+  project: pipeline.project,
+  stage,
+  freight,
+  alias: `alias-${freight.slice(0, 4)}`,
+  commit: freight,
+  promotion: `${stage}.${freight.slice(0, 4)}`,
+  promotedBy: "kargo-controller",
+  approvals: [{ gate: "g", by, at: by.map(() => "2026-01-02T03:04:05Z") }],
+  freightUrl: `https://kargo.example.com/project/${pipeline.project}/freight/${freight}`,
+  promotionUrl: `https://kargo.example.com/project/${pipeline.project}/promotion/${stage}`,
+});
+
+/** A repository whose stage branches each start with Kargo's empty commit and hold the given promotions. */
+function repository(promotions: { stage: string; freight: string; by: string[]; raw?: string }[]): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "history-"));
+  git(dir, "init", "--quiet");
+  let second = 0;
+  for (const p of promotions) {
+    const branch = stageBranch(p.stage);
+    if (spawnSync("git", ["-C", dir, "rev-parse", "--verify", "--quiet", branch]).status !== 0) {
+      git(dir, "checkout", "--quiet", "--orphan", branch);
+      git(dir, "commit", "--quiet", "--allow-empty", "-m", "Initial commit");
+    } else git(dir, "checkout", "--quiet", branch);
+    const message =
+      p.raw ??
+      `Promote ${p.stage} to ${p.freight}\n\n${recordTrailer}: ${JSON.stringify(record(p.stage, p.freight, p.by))}`;
+    second += 1;
+    spawnSync("git", ["-C", dir, "commit", "--quiet", "--allow-empty", "-F", "-"], {
+      input: message,
+      env: {
+        ...process.env,
+        GIT_CONFIG_GLOBAL: "/dev/null",
+        GIT_AUTHOR_NAME: "Kargo",
+        GIT_AUTHOR_EMAIL: "k@example.com",
+        GIT_COMMITTER_NAME: "Kargo",
+        GIT_COMMITTER_EMAIL: "k@example.com",
+        GIT_COMMITTER_DATE: `2026-01-02T03:04:${String(second).padStart(2, "0")}Z`,
+      },
+    });
+  }
+  return dir;
+}
+
+describe("npm run history", () => {
+  const environment = Object.keys(pipeline.environments)[0]!;
+  const stages = programStages(pipeline).filter((s) => s.environment === environment);
+  const update = stages.find((s) => s.kind === "update" && s.from !== "warehouse" && s.from.length === 1)!;
+  const preview = (update.from as string[])[0]!;
+
+  it("reads each promotion of the environment, newest first, with its approvals, its preview and its links", () => {
+    const dir = repository([
+      { stage: preview, freight: "a".repeat(40), by: [hostile, "carol"] },
+      { stage: update.name, freight: "a".repeat(40), by: [hostile, "carol"] },
+      { stage: preview, freight: "b".repeat(40), by: ["dan"] },
+    ]);
+    const entries = environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"));
+    expect(entries.map((e) => [e.stage.name, e.record?.freight])).toEqual([
+      [preview, "b".repeat(40)],
+      [update.name, "a".repeat(40)],
+      [preview, "a".repeat(40)],
+    ]);
+    expect(entries[1]!.preview?.stage).toBe(preview);
+    expect(entries[2]!.verifiedBy).toBe(update.name);
+    const text = formatHistory(environment, entries);
+    expect(text).toContain(JSON.stringify(hostile));
+    // The hostile name never starts a line of its own, nor ends its quotes.
+    expect(
+      text
+        .split("\n")
+        .filter((l) => l.includes("forged"))
+        .every((l) => l.includes(JSON.stringify(hostile))),
+    ).toBe(true);
+    expect(text).toContain(record(update.name, "a".repeat(40), []).freightUrl);
+  });
+
+  it("says which commit holds no record (a commit by hand), and refuses a commit naming two", () => {
+    const dir = repository([{ stage: update.name, freight: "c".repeat(40), by: [], raw: "fix by hand" }]);
+    const [entry] = environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"));
+    expect(entry!.problem).toBe(`no ${recordTrailer} line`);
+    const line = `${recordTrailer}: ${JSON.stringify(record(update.name, "c".repeat(40), []))}`;
+    expect(parseRecord(`x\n\n${line}\n${line}`)).toEqual({
+      problem: `2 ${recordTrailer} lines, a promotion writes one`,
+    });
+    expect(parseRecord(`x\n\n${recordTrailer}: {"stage": 1}`)).toMatchObject({
+      problem: expect.stringContaining("lacks"),
+    });
+  });
+
+  it("names the environments there are when given another, and says when nothing is on record", () => {
+    const dir = repository([]);
+    expect(() => environmentHistory(pipeline, "nope", gitLog(dir, "refs/heads/"))).toThrow(
+      new RegExp(
+        `environment "nope" is not in kargo/pipeline.ts; allowed: ${Object.keys(pipeline.environments).join(", ")}`,
+      ),
+    );
+    expect(
+      formatHistory(environment, environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"))),
+    ).toMatch(/no promotion on record/);
+  });
+});
