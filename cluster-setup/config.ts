@@ -20,6 +20,9 @@ const groupName = z
     "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
   );
 const chartValues = z.record(z.string(), z.unknown()).default({});
+/** An optional key left empty (as `pulumi new` does when a prompt is skipped) is not set. */
+const optionalKey = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
 
 const policyRule = z.strictObject({
   apiGroups: z
@@ -139,8 +142,44 @@ export const clusterSetupConfigSchema = z
       .min(30, "must be at least 30: a shorter wait replaces a node between two stages of one promotion")
       .max(3600, "must be at most 3600: an empty node costs money while it waits")
       .default(120),
+    // Notifications (cluster-setup/addons/notifications.ts): none set, none sent. A Slack channel with the bot
+    // token that posts to it, and/or a generic webhook URL, whose query may hold a key: both tokens are secrets.
+    notifySlackChannel: optionalKey(
+      z
+        .string()
+        .regex(
+          /^#?[a-z0-9][a-z0-9._-]{0,79}$|^[CGD][A-Z0-9]{8,}$/,
+          "must be a Slack channel name (#infra-changes: lower-case letters, digits, '.', '_', '-') or a channel ID (C0123ABCDEF)",
+        ),
+    ),
+    notifySlackToken: optionalKey(
+      z
+        .string()
+        .max(1000, "must be at most 1000 characters")
+        .regex(
+          /^xox[a-z]-[\x21-\x7e]+$/,
+          "must be a Slack token as issued (xoxb-...), one that may post to the channel",
+        ),
+    ),
+    notifyWebhookUrl: optionalKey(
+      z
+        .string()
+        .max(2000, "must be at most 2000 characters")
+        .regex(/^https:\/\/[^\s/?#]+[^\s]*$/, "must be an https:// URL"),
+    ),
   })
   .superRefine((c, ctx) => {
+    for (const [key, other, what] of [
+      ["notifySlackChannel", "notifySlackToken", "the bot token that posts there"],
+      ["notifySlackToken", "notifySlackChannel", "the channel it posts to"],
+    ] as const) {
+      if (c[key] !== undefined && c[other] === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: [other],
+          message: `must be set with cluster-setup:${key}: ${what}${other === "notifySlackToken" ? " (pulumi config set --secret notifySlackToken xoxb-...)" : ""}`,
+        });
+    }
     if (c.cognitoApproverGroups.includes(c.cognitoAdminGroup)) {
       ctx.addIssue({
         code: "custom",
@@ -168,7 +207,7 @@ export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 /** Reads and checks cluster-setup's config, and the fork's identity (`identity`: lib/fork.ts unless a test says). */
 export const loadClusterSetupConfig = (identity: ForkIdentity = fork) => {
   const config = loadConfig(clusterSetupConfigSchema, {
-    secrets: ["pulumiAccessToken"],
+    secrets: ["pulumiAccessToken", "notifySlackToken", "notifyWebhookUrl"],
     secretCapable: ["certManagerValues", "argoCdValues", "argoRolloutsValues", "pulumiOperatorValues"],
     requireRegion: true,
   });

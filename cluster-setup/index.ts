@@ -6,7 +6,12 @@ import * as random from "@pulumi/random";
 import { ArgoCd } from "./addons/argoCd";
 import { argoRollouts } from "./addons/argoRollouts";
 import { certManager } from "./addons/certManager";
-import { HelmAddon } from "../lib/helmAddon";
+import { HelmAddon, mergeValues } from "../lib/helmAddon";
+import {
+  notificationSummary,
+  rolloutsNotificationValues,
+  type NotificationDestinations,
+} from "./addons/notifications";
 import { pulumiOperator } from "./addons/pulumiOperator";
 import { defaultDomainPrefix, loadClusterSetupConfig } from "./config";
 import { SingleSignOn } from "./singleSignOn";
@@ -26,7 +31,22 @@ const kubeconfig = cluster.requireOutput("kubeconfig") as pulumi.Output<string>;
 const provider = clusterProvider(kubeconfig);
 
 const certManagerAddon = new HelmAddon(certManager, { provider, values: config.certManagerValues });
-const argoRolloutsAddon = new HelmAddon(argoRollouts, { provider, values: config.argoRolloutsValues });
+// Who is told what (notifications.ts): Argo Rollouts announces each verification it finishes, to the
+// destinations configured; none configured, none sent, and the plan and `pulumi up` say so.
+const destinations: NotificationDestinations = {
+  ...(config.notifySlackChannel && config.notifySlackToken
+    ? { slack: { channel: config.notifySlackChannel, token: config.notifySlackToken } }
+    : {}),
+  ...(config.notifyWebhookUrl ? { webhook: { url: config.notifyWebhookUrl } } : {}),
+};
+const notificationValues = rolloutsNotificationValues(destinations);
+pulumi.log.info(`notifications: ${notificationSummary(destinations)}`);
+const argoRolloutsAddon = new HelmAddon(
+  notificationValues
+    ? { ...argoRollouts, values: mergeValues(argoRollouts.values, { notifications: notificationValues }) }
+    : argoRollouts,
+  { provider, values: config.argoRolloutsValues },
+);
 const operatorAddon = new HelmAddon(pulumiOperator, {
   provider,
   values: config.pulumiOperatorValues,
@@ -129,3 +149,5 @@ export const argocdNamespace = argoCd.namespace;
 export const argocdProject = argoCd.projectName;
 export const argocdAdminPassword = argoCdAdminPassword.result;
 export const argoRolloutsNamespace = argoRolloutsAddon.namespace;
+// Where notifications go, or that none are sent (no destination configured).
+export const notifications = notificationSummary(destinations);

@@ -121,6 +121,7 @@ export = async () => {
       app: githubApp(config),
     },
     pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
+    kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
   });
   if (!config.gitReadToken)
     pulumi.log.warn(

@@ -4,6 +4,9 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { argocd, kargo, rollouts } from "../lib/crds";
+import type { StageSpec } from "../lib/crds/generated/kargo";
+import type { DeepInput } from "../lib/crds/input";
+import { notifyKeys } from "../lib/pipeline/notify";
 import { programStages, runStages } from "../lib/pipeline/graph";
 import { names } from "../lib/pipeline/names";
 import {
@@ -45,6 +48,24 @@ export interface PromotionPipelineArgs {
   };
   /** The Pulumi Cloud token verification reads updates with (read access is enough). */
   pulumiAccessToken: pulumi.Input<string>;
+  /** Kargo's UI for this project (`https://<host>/project/<project>`), linked from each notification. */
+  kargoProjectUrl: pulumi.Input<string>;
+}
+
+/** A Stage's spec with Kargo's address among the facts its verification's runs carry (lib/pipeline/notify.ts). */
+function withKargoUrl(spec: StageSpec, url: pulumi.Input<string>): DeepInput<StageSpec> {
+  const metadata = spec.verification?.analysisRunMetadata;
+  if (!spec.verification || !metadata) return spec;
+  return {
+    ...spec,
+    verification: {
+      ...spec.verification,
+      analysisRunMetadata: {
+        ...metadata,
+        annotations: { ...metadata.annotations, [notifyKeys.kargoProjectUrl]: url },
+      },
+    },
+  };
 }
 
 /**
@@ -245,7 +266,10 @@ export class PromotionPipeline extends pulumi.ComponentResource {
         s.name,
         new kargo.Stage(
           `${p.project}-${s.name}`,
-          { metadata: { name: s.name, namespace: ns }, spec: stageSpec(p, s) },
+          {
+            metadata: { name: s.name, namespace: ns },
+            spec: withKargoUrl(stageSpec(p, s), args.kargoProjectUrl),
+          },
           {
             ...k8sOpts,
             dependsOn: [warehouse, task, script, ...templates, ...applications, bound, ...cache],

@@ -13,6 +13,19 @@ export type ProjectName = (typeof projectOrder)[number];
 /** Secret config the plan supplies when a stack file cannot (it never holds plaintext secrets). */
 export const PLACEHOLDER_SECRET = "plan-placeholder-secret-value";
 
+/**
+ * What an encrypted key of a stack file stands for in a plan, where a test needs a value of a given shape (an
+ * https URL, a token): `PLAN_SECRET_VALUES`, a JSON object of `<namespace>:<key>` to value. Still secret.
+ */
+function planSecrets(): Record<string, unknown> {
+  const raw = process.env.PLAN_SECRET_VALUES;
+  if (!raw) return {};
+  const parsed: unknown = JSON.parse(raw);
+  if (!isMap(parsed))
+    throw new Error("PLAN_SECRET_VALUES must be a JSON object of <namespace>:<key> to value");
+  return parsed;
+}
+
 interface ConfigDeclaration {
   type?: string;
   default?: unknown;
@@ -67,7 +80,7 @@ export function readStackConfig(project: ProjectName, stackFile?: string): Stack
         `${qualify(key)} must be encrypted as it's secret; set it with pulumi config set --secret ${key.replace(/^[^:]*:/, "")} <value>`,
       );
     }
-    values[qualify(key)] = isEncrypted ? PLACEHOLDER_SECRET : value;
+    values[qualify(key)] = isEncrypted ? (planSecrets()[qualify(key)] ?? PLACEHOLDER_SECRET) : value;
     if (isEncrypted) secretKeys.add(qualify(key));
   }
   for (const key of declaredSecrets) {
