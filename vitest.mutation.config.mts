@@ -28,6 +28,7 @@ export default defineConfig({
       "test/config-fields.test.ts",
       "test/load-config.test.ts",
       "test/config-declarations.test.ts",
+      "test/notifications.test.ts",
     ],
     // A test file that fails to load counts as a failed test (test/mutation-load-failures.ts says why).
     reporters: ["default", "./test/mutation-load-failures.ts"],

@@ -40,7 +40,10 @@ const destinations: NotificationDestinations = {
   ...(config.notifyWebhookUrl ? { webhook: { url: config.notifyWebhookUrl } } : {}),
 };
 const notificationValues = rolloutsNotificationValues(destinations);
-pulumi.log.info(`notifications: ${notificationSummary(destinations)}`);
+if (!notificationValues)
+  pulumi.log.warn(
+    "cluster-setup:notifySlackChannel is not set: notifications are off, nothing is sent (set it with notifySlackToken, or set notifyWebhookUrl)",
+  );
 const argoRolloutsAddon = new HelmAddon(
   notificationValues
     ? { ...argoRollouts, values: mergeValues(argoRollouts.values, { notifications: notificationValues }) }

@@ -75,7 +75,14 @@ describe("notification destinations (cluster-setup)", () => {
       },
       ["cluster-setup:notifySlackToken", "cluster-setup:notifyWebhookUrl"],
     );
-    const n = release(plan, "argo-rollouts").inputs.values.notifications;
+    const values = release(plan, "argo-rollouts").inputs.values as {
+      notifications: {
+        secret: { items: unknown };
+        subscriptions: unknown;
+        templates: Record<string, string>;
+      };
+    };
+    const n = values.notifications;
     expect(n.secret.items).toEqual({
       [secretKeys.slackToken]: "[secret]",
       [secretKeys.webhookUrl]: "[secret]",
