@@ -6,6 +6,8 @@ import { identityProblems, type ForkIdentity } from "../lib/forkIdentity";
 import { isReservedNamespace, reservedNamespaces } from "../lib/namespaces";
 import { pipeline } from "../kargo/pipeline";
 import { escalation, grantableVerbs } from "./escalation";
+import { accountOf } from "../lib/pipeline/accounts";
+import { ACCOUNT_ID } from "../lib/pipeline/check-accounts";
 
 export { escalation, grantableVerbs } from "./escalation";
 
@@ -191,6 +193,16 @@ export const clusterSetupConfigSchema = z
       const problem = escalation(rule, c.stackRbacScope);
       if (problem) ctx.addIssue({ code: "custom", path: ["stackRbacRules", i], message: problem });
     });
+    // An environment in another account is annotated with its role's ARN there, so the account must be one.
+    for (const env of c.stackEnvironments) {
+      const account = accountOf(pipeline.environments, env);
+      if (account !== undefined && !ACCOUNT_ID.test(account))
+        ctx.addIssue({
+          code: "custom",
+          path: ["stackEnvironments"],
+          message: `environment "${env}": kargo/pipeline.ts environments.${env}.aws.accountId "${account}" is not an AWS account ID; allowed: exactly twelve digits`,
+        });
+    }
     for (const name of [...c.stackEnvironments, "preview"].map((e) => `${c.stackServiceAccount}-${e}`)) {
       if (name.length > 63) {
         ctx.addIssue({
@@ -218,7 +230,14 @@ export const loadClusterSetupConfig = (identity: ForkIdentity = fork) => {
       `Invalid fork identity in lib/fork.ts (set it with npm run personalize):\n${problems.map((p) => `  - ${p}`).join("\n")}`,
     );
   }
-  return { ...config, stacksRepoURL: identity.githubRepo };
+  // Environment → the account kargo/pipeline.ts names for it; the rest act in the cluster's account.
+  const stackAccounts = Object.fromEntries(
+    config.stackEnvironments.flatMap((env) => {
+      const account = accountOf(pipeline.environments, env);
+      return account === undefined ? [] : [[env, account]];
+    }),
+  );
+  return { ...config, stacksRepoURL: identity.githubRepo, stackAccounts };
 };
 
 /**

@@ -80,6 +80,7 @@ const identity = new StackIdentity("stacks", {
   namespace: config.stacksNamespace,
   serviceAccountName: config.stackServiceAccount,
   environments: config.stackEnvironments,
+  accounts: config.stackAccounts,
   oidcProviderArn: cluster.requireOutput("oidcProviderArn") as pulumi.Output<string>,
   oidcProviderUrl: cluster.requireOutput("oidcProviderUrl") as pulumi.Output<string>,
   policyArns: config.stackPolicyArns,

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { irsaRole } from "../lib/irsa";
+import { accountRoleName, roleArn } from "../lib/pipeline/accounts";
 import type { PolicyRule } from "./config";
 
 export interface StackIdentityArgs {
@@ -12,11 +13,17 @@ export interface StackIdentityArgs {
   serviceAccountName: string;
   /** The environments of the pipeline, each with an identity of its own. */
   environments: string[];
+  /**
+   * Environment → the AWS account it names (kargo/pipeline.ts `aws.accountId`); the others act in the
+   * cluster's account. A named account's roles are made there by the kargo project (kargo/accounts.ts);
+   * here each such environment, and each such account's previews, get a ServiceAccount naming that role.
+   */
+  accounts: Record<string, string>;
   /** ARN of the cluster's IAM OIDC provider. */
   oidcProviderArn: pulumi.Input<string>;
   /** Its issuer URL, `https://oidc.eks.<region>.amazonaws.com/id/<id>`. */
   oidcProviderUrl: pulumi.Input<string>;
-  /** Managed policies every environment's AWS role gets (never the preview role); none by default. */
+  /** Managed policies every cluster-account environment's AWS role gets (never a preview's); none by default. */
   policyArns: string[];
   /** Kubernetes permissions for programs that manage in-cluster resources; none by default. */
   rbacRules: PolicyRule[];
@@ -62,6 +69,8 @@ export class StackIdentity extends pulumi.ComponentResource {
   readonly environments: Record<string, Identity>;
   /** The read-only identity previews run under. */
   readonly preview: Identity;
+  /** Account → the read-only identity previews of that named account's environments run under. */
+  readonly accountPreviews: Record<string, Identity>;
   readonly accessTokenSecretName: pulumi.Output<string>;
 
   constructor(name: string, args: StackIdentityArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -74,25 +83,41 @@ export class StackIdentity extends pulumi.ComponentResource {
       { ...k8sOpts, dependsOn: args.operator ? [args.operator] : [] },
     );
 
-    const identity = (suffix: string, purpose: string, policyArns: string[]) => {
+    // The partition of the cluster's account, which every account of the pipeline shares.
+    const partition = pulumi.output(args.oidcProviderArn).apply((arn) => arn.split(":")[1]!);
+    /** A role in the cluster's account, or (`remote`) the one kargo makes in a named account. */
+    const identity = (
+      suffix: string,
+      purpose: string,
+      policyArns: string[],
+      remote?: { account: string; roleName: string },
+    ) => {
       const serviceAccountName = `${args.serviceAccountName}-${suffix}`;
-      const role = irsaRole(
-        `${name}-${suffix}`,
-        {
-          ...args,
-          serviceAccount: { namespace: args.namespace, name: serviceAccountName },
-          purpose,
-        },
-        { parent: this },
-      );
-      policyArns.forEach(
-        (policyArn, i) =>
-          new aws.iam.RolePolicyAttachment(
-            `${name}-${suffix}-policy-${i}`,
-            { role: role.name, policyArn },
-            { parent: this },
-          ),
-      );
+      let role: { name: pulumi.Output<string>; arn: pulumi.Output<string> };
+      if (remote === undefined) {
+        role = irsaRole(
+          `${name}-${suffix}`,
+          {
+            ...args,
+            serviceAccount: { namespace: args.namespace, name: serviceAccountName },
+            purpose,
+          },
+          { parent: this },
+        );
+        policyArns.forEach(
+          (policyArn, i) =>
+            new aws.iam.RolePolicyAttachment(
+              `${name}-${suffix}-policy-${i}`,
+              { role: role.name, policyArn },
+              { parent: this },
+            ),
+        );
+      } else {
+        role = {
+          name: pulumi.output(remote.roleName),
+          arn: partition.apply((part) => roleArn(part, remote.account, remote.roleName)),
+        };
+      }
       const serviceAccount = new k8s.core.v1.ServiceAccount(
         `${name}-${suffix}`,
         {
@@ -122,13 +147,31 @@ export class StackIdentity extends pulumi.ComponentResource {
       return { serviceAccountName: serviceAccount.metadata.name, roleName: role.name, roleArn: role.arn };
     };
 
+    const accountOf = (env: string) => (Object.hasOwn(args.accounts, env) ? args.accounts[env] : undefined);
     this.environments = Object.fromEntries(
       args.environments.map((env) => [
         env,
-        identity(env, `the AWS identity of environment ${env}'s PKO stacks`, args.policyArns),
+        identity(
+          env,
+          `the AWS identity of environment ${env}'s PKO stacks`,
+          args.policyArns,
+          accountOf(env) === undefined
+            ? undefined
+            : { account: accountOf(env)!, roleName: accountRoleName(args.serviceAccountName, env) },
+        ),
       ]),
     );
     this.preview = identity("preview", "read-only AWS identity of every PKO preview", []);
+    const named = [...new Set(args.environments.map(accountOf).filter((a): a is string => !!a))].sort();
+    this.accountPreviews = Object.fromEntries(
+      named.map((account) => [
+        account,
+        identity(`preview-${account}`, "", [], {
+          account,
+          roleName: accountRoleName(args.serviceAccountName),
+        }),
+      ]),
+    );
 
     const grant = (suffix: string, rules: PolicyRule[], subjects: Identity[]) => {
       if (rules.length === 0) return;
@@ -157,7 +200,7 @@ export class StackIdentity extends pulumi.ComponentResource {
       }
     };
     grant("programs", args.rbacRules, Object.values(this.environments));
-    grant("previews", readOnlyRules(args.rbacRules), [this.preview]);
+    grant("previews", readOnlyRules(args.rbacRules), [this.preview, ...Object.values(this.accountPreviews)]);
 
     const token = new k8s.core.v1.Secret(
       `${name}-pulumi-access-token`,
@@ -175,6 +218,7 @@ export class StackIdentity extends pulumi.ComponentResource {
       namespace: this.namespace,
       environments: this.environments,
       preview: this.preview,
+      accountPreviews: this.accountPreviews,
       accessTokenSecretName: this.accessTokenSecretName,
     });
   }

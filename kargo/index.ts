@@ -14,7 +14,9 @@ import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
 import { pullRequestChecks, RepositoryRules, type KargoGitIdentity } from "./repositoryRules";
-import { checkAgainstClusterSetup, readClusterSetup } from "./upstream";
+import { checkAgainstClusterSetup, clusterAccount, readClusterSetup } from "./upstream";
+import { AccountIdentities } from "./accounts";
+import { accountOf, namedAccounts } from "../lib/pipeline/accounts";
 import {
   checkedHookRanges,
   GitHubWebhook,
@@ -178,10 +180,24 @@ export = async () => {
   }
 
   // Each environment's role gets exactly what each promoted program needs there, one policy per program;
-  // previews may only read.
+  // previews may only read. An environment in another account gets its roles and policies there.
+  if (namedAccounts(pipeline.environments).length > 0)
+    new AccountIdentities("accounts", {
+      pipeline,
+      cluster: {
+        ...clusterAccount(setup),
+        region: setup.region,
+        oidcIssuerUrl: aws.eks
+          .getClusterOutput({ name: setup.clusterName }, { provider: awsProvider })
+          .identities.apply((ids) => ids[0]!.oidcs[0]!.issuer),
+      },
+      clusterProvider: awsProvider,
+      tags,
+    });
   for (const program of pipeline.programs) {
     for (const [environment, identity] of Object.entries(setup.stackIdentities)) {
       if (!Object.hasOwn(pipeline.environments, environment)) continue;
+      if (accountOf(pipeline.environments, environment) !== undefined) continue;
       const policy = updatePolicy(pipeline, program, environment);
       if (policy)
         new aws.iam.RolePolicy(

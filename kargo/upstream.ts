@@ -3,6 +3,7 @@ import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { programStages } from "../lib/pipeline/graph";
 import { stackServiceAccount } from "../lib/pipeline/stack-manifest";
 import type { Pipeline } from "../lib/pipeline/schema";
+import { accountOf, accountRoleName, namedAccounts, roleArn } from "../lib/pipeline/accounts";
 
 /** An identity cluster-setup made for PKO stacks: a ServiceAccount and the IAM role it assumes. */
 export interface StackIdentity {
@@ -29,6 +30,8 @@ export interface ClusterSetup {
   stackIdentities: Record<string, StackIdentity>;
   /** The read-only identity every preview runs under. */
   previewIdentity: StackIdentity;
+  /** The EKS cluster's name: kargo reads its OIDC issuer for the accounts the environments name. */
+  clusterName: string;
   pulumiAccessTokenSecretName: string;
   /** The StorageClass of the plugin cache's volumes. */
   pluginCacheStorageClass: string;
@@ -76,6 +79,7 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
       roleName: await plain("previewRoleName"),
       roleArn: await plain("previewRoleArn"),
     },
+    clusterName: await plain("clusterName"),
     pulumiAccessTokenSecretName: await plain("pulumiAccessTokenSecretName"),
     pluginCacheStorageClass: await plain("pluginCacheStorageClass"),
     ebsCsiDriver: await plain("ebsCsiDriver"),
@@ -143,10 +147,14 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
       `environment "${env}" has no identity in cluster-setup; add it to cluster-setup's stackEnvironments (now ${environments.join(", ")})`,
     );
   }
+  problems.push(...accountAgreement(p, setup));
   for (const stage of programStages(p)) {
+    const account = accountOf(p.environments, stage.environment);
     const expected =
       stage.kind === "preview"
-        ? setup.previewIdentity.serviceAccountName
+        ? account === undefined
+          ? setup.previewIdentity.serviceAccountName
+          : undefined // cluster-setup names it as stackServiceAccount does; accountAgreement checks its deploy
         : Object.hasOwn(setup.stackIdentities, stage.environment)
           ? setup.stackIdentities[stage.environment]!.serviceAccountName
           : undefined;
@@ -183,4 +191,31 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
       `The pipeline does not match the cluster-setup stack:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
     );
   }
+}
+
+/** The cluster's account and partition, read from the ARN of the preview role cluster-setup made there. */
+export function clusterAccount(setup: ClusterSetup): { account: string; partition: string } {
+  const [, partition, , , account] = setup.previewIdentity.roleArn.split(":");
+  return { account: account!, partition: partition! };
+}
+
+/**
+ * Each environment in a named account must run as the role kargo makes there: cluster-setup annotated its
+ * ServiceAccounts from the same pipeline, so a difference means cluster-setup was not deployed since.
+ */
+function accountAgreement(p: Pipeline, setup: ClusterSetup): string[] {
+  const problems: string[] = [];
+  if (namedAccounts(p.environments).length === 0) return problems;
+  const { partition } = clusterAccount(setup);
+  const rerun = "; run pulumi up in cluster-setup first";
+  for (const [env, identity] of Object.entries(setup.stackIdentities)) {
+    const account = accountOf(p.environments, env);
+    if (account === undefined) continue;
+    const expected = roleArn(partition, account, accountRoleName(p.stacks.serviceAccountName, env));
+    if (identity.roleArn !== expected)
+      problems.push(
+        `environments.${env}.aws.accountId is ${account}, but cluster-setup's identity of "${env}" is role ${identity.roleArn}, not ${expected}${rerun}`,
+      );
+  }
+  return problems;
 }

@@ -28,20 +28,36 @@ export function updatePolicy(
   return { Version: "2012-10-17", Statement: x.aws.update(scopeOf(p, x, [env.pulumiStack], partition)) };
 }
 
-/** What the preview identity may do for a program: read, in every environment, and change nothing. */
-export function previewPolicy(p: Pipeline, x: Program, partition = "aws"): PolicyDocument | undefined {
+/**
+ * What a preview identity may do for a program: read, in every environment of its account, and change
+ * nothing. `account`: a named account's preview identity; without it, the cluster's account's, which reads
+ * the environments that name no account (lib/pipeline/accounts.ts).
+ */
+export function previewPolicy(
+  p: Pipeline,
+  x: Program,
+  partition = "aws",
+  account?: string,
+): PolicyDocument | undefined {
   if (!x.aws) return undefined;
-  const stacks = Object.values(p.environments).map((env) => env.pulumiStack);
+  const stacks = Object.values(p.environments)
+    .filter((env) => env.aws?.accountId === account)
+    .map((env) => env.pulumiStack);
+  if (stacks.length === 0) return undefined;
   return { Version: "2012-10-17", Statement: x.aws.preview(scopeOf(p, x, stacks, partition)) };
 }
 
 /**
- * The name of a program's policy resource on an environment's role, or on the preview role (no
- * environment). Program and environment names are DNS labels, which hold no ".": no two names collide,
+ * The name of a program's policy resource on an environment's role, or on a preview role (no
+ * environment; a named account's with `previewAccount`). Program and environment names are DNS labels, which hold no ".": no two names collide,
  * whatever "-" the names hold and whatever an environment is called.
  */
-export const policyResourceName = (program: string, environment?: string) =>
-  environment === undefined ? `program.${program}.preview` : `program.${program}.environment.${environment}`;
+export const policyResourceName = (program: string, environment?: string, previewAccount?: string) =>
+  environment !== undefined
+    ? `program.${program}.environment.${environment}`
+    : previewAccount === undefined
+      ? `program.${program}.preview`
+      : `program.${program}.preview.${previewAccount}`;
 
 /** Only resources of the account the role lives in, whoever else shares a name pattern. */
 export const sameAccount = { StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } };

@@ -121,6 +121,11 @@ const environment = z.strictObject({
   protected: z.boolean().optional(),
   /** Cognito groups whose members may let a destructive change through to a protected environment. */
   destructiveChangeApprovers: z.array(z.string().min(1)).default([]),
+  /**
+   * The AWS account (and region) the environment's programs act in; the cluster's own account without it.
+   * Its identities there come from the kargo project (lib/pipeline/accounts.ts, check-accounts.ts).
+   */
+  aws: z.strictObject({ accountId: z.string(), region: z.string().optional() }).optional(),
 });
 
 const stageBase = {

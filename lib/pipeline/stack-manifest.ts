@@ -3,6 +3,7 @@
 // that syncs it from the stage's branch.
 import type * as argocd from "../crds/generated/argocd";
 import type * as pko from "../crds/generated/pko";
+import { accountOf, previewServiceAccount } from "./accounts";
 import type { ProgramStage } from "./graph";
 import { stackManifestFile, stackObjectName, stageBranch } from "./names";
 import { pluginCopyClaimSpec } from "./plugin-cache";
@@ -34,12 +35,15 @@ export function applicationSpec(
 
 /**
  * The ServiceAccount a stage's Stack runs under: the environment's own identity for an update, the read-only
- * one for a preview (cluster-setup names them `<stacks.serviceAccountName>-<environment>` and `-preview`).
+ * one for a preview (cluster-setup names them `<stacks.serviceAccountName>-<environment>` and `-preview`, or
+ * `-preview-<account>` for an environment in another account: lib/pipeline/accounts.ts).
  * PKO runs the workspace pod as it (pulumi-kubernetes-operator v2.9.0,
  * operator/internal/controller/pulumi/stack_controller.go), so it carries the stage's IRSA role.
  */
 export function stackServiceAccount(p: Pipeline, s: ProgramStage): string {
-  return `${p.stacks.serviceAccountName}-${s.kind === "preview" ? "preview" : s.environment}`;
+  return s.kind === "preview"
+    ? previewServiceAccount(p.stacks.serviceAccountName, accountOf(p.environments, s.environment))
+    : `${p.stacks.serviceAccountName}-${s.environment}`;
 }
 
 /**
@@ -90,7 +94,14 @@ export function stackManifest(p: Pipeline, s: ProgramStage) {
         // (npm, uv, go), are a volume of the pod instead. Only the ~2 GB pulumi/pulumi has a -nonroot variant
         // (pulumi/pulumi-docker-containers docker/pulumi/Dockerfile), so this is what lets the 200-300 MB
         // images run non-root. PKO's `pulumi install` runs before every operation, with the lock file.
-        env: workspaceEnv(program.runtime),
+        // An environment's own region, where it names one, is its programs' default (a program's aws:region
+        // still wins); the pod identity webhook leaves variables the container sets alone.
+        env: [
+          ...workspaceEnv(program.runtime),
+          ...(env.aws?.region
+            ? ["AWS_REGION", "AWS_DEFAULT_REGION"].map((name) => ({ name, value: env.aws!.region! }))
+            : []),
+        ],
         podTemplate: workspacePodTemplate(p),
       },
     },

@@ -1,6 +1,7 @@
 // validatePipeline: the one entry to the checks. Schema first, then every check that needs no graph order,
 // then the graph checks, then the destructive-change rules; all problems of a round are reported together,
 // as a PipelineError, before any resource is registered.
+import { accountProblems } from "./check-accounts";
 import { programProblems } from "./check-programs";
 import {
   defaultRepoRoot,
@@ -56,6 +57,7 @@ export function inputProblems(p: ParsedPipeline, options: CheckOptions = {}): st
     ...verificationImageProblems(p.verification.image),
     ...verificationProblems(p.verification),
     ...environmentProblems(p, repoRoot),
+    ...accountProblems(p),
     ...stageProblems(p),
   ];
 }

@@ -30,6 +30,10 @@ const hex = (seed: string, length: number): string => {
   return out.slice(0, length);
 };
 
+/** The name the plan gives a role: its own, or Pulumi's auto-name (`<resource name>-<7 hex>`). */
+export const plannedRoleName = (name: string, inputs: Record<string, unknown>): string =>
+  String(inputs.name ?? `${name}-${hex(name, 7)}`);
+
 /**
  * Mocks that answer like AWS, EKS and Kubernetes would: resource ids, ARNs, subnet lists, an OIDC issuer, a
  * kubeconfig, generated passwords. Downstream projects read these through StackReferences, so they must be
@@ -42,6 +46,15 @@ export class PlanMocks implements pulumi.runtime.Mocks {
     /** Upstream stacks by their `org/project/stack` name; matched on the project part. */
     private readonly upstream: Record<string, UpstreamStack> = {},
   ) {}
+
+  /** Provider id → the one account it may act in. */
+  private readonly providerAccounts = new Map<string, string>();
+
+  /** The account a resource lives in: its provider's, or the plan's. */
+  private accountOf(args: pulumi.runtime.MockResourceArgs): string {
+    const providerId = args.provider?.split("::").pop();
+    return (providerId && this.providerAccounts.get(providerId)) || PLAN_ACCOUNT_ID;
+  }
 
   /**
    * The region resources are named in: the stack's, or for a project whose AWS provider takes its region from
@@ -67,6 +80,12 @@ export class PlanMocks implements pulumi.runtime.Mocks {
     }
     const state = { ...args.inputs, ...this.computed(args) };
     const id = args.custom ? String(state.id ?? this.idFor(args)) : undefined;
+    // A provider pinned to one account (allowedAccountIds) makes its resources' ARNs in that account.
+    if (args.type === "pulumi:providers:aws" && id !== undefined) {
+      const allowed = args.inputs.allowedAccountIds;
+      const accounts = (typeof allowed === "string" ? JSON.parse(allowed) : allowed) as string[] | undefined;
+      if (accounts?.length === 1) this.providerAccounts.set(id, accounts[0]!);
+    }
     return { id, state };
   }
 
@@ -97,6 +116,11 @@ export class PlanMocks implements pulumi.runtime.Mocks {
       case "github:index/getUser:getUser":
         // With username "" GitHub answers for the token's own user (the provider's github_user data source).
         return { ...args.inputs, id: PLAN_GITHUB_USER_ID, login: args.inputs.username || "plan-token-user" };
+      case "aws:eks/getCluster:getCluster": {
+        // The cluster the cluster project's plan made (eksCluster below), by its name.
+        const issuer = `https://oidc.eks.${this.region}.amazonaws.com/id/${hex(String(args.inputs.name), 32).toUpperCase()}`;
+        return { id: args.inputs.name, name: args.inputs.name, identities: [{ oidcs: [{ issuer }] }] };
+      }
       case "aws:eks/getClusters:getClusters":
         // The plan is of a first deploy: no cluster exists yet.
         return { id: this.region, names: [] };
@@ -116,8 +140,9 @@ export class PlanMocks implements pulumi.runtime.Mocks {
 
   private computed(args: pulumi.runtime.MockResourceArgs): Record<string, unknown> {
     const { type, name, inputs } = args;
+    const account = this.accountOf(args);
     const arn = (service: string, resource: string, global = false) =>
-      `arn:aws:${service}:${global ? "" : this.region}:${PLAN_ACCOUNT_ID}:${resource}`;
+      `arn:aws:${service}:${global ? "" : this.region}:${account}:${resource}`;
     switch (type) {
       case "awsx:ec2:Vpc": {
         const zones = Number(inputs.numberOfAvailabilityZones ?? 2);
@@ -142,13 +167,15 @@ export class PlanMocks implements pulumi.runtime.Mocks {
           nodeGroup: { resources: [{ autoscalingGroups: [{ name: `eks-${name}-${hex(name, 24)}` }] }] },
         };
       case "aws:iam/role:Role": {
-        const roleName = String(inputs.name ?? `${name}-${hex(name, 7)}`);
+        const roleName = plannedRoleName(name, inputs);
         return {
           name: roleName,
           arn: arn("iam", `role/${roleName}`, true),
           uniqueId: `AROA${hex(name, 16)}`,
         };
       }
+      case "aws:iam/openIdConnectProvider:OpenIdConnectProvider":
+        return { arn: arn("iam", `oidc-provider/${String(inputs.url).replace(/^https:\/\//, "")}`, true) };
       case "aws:iam/policy:Policy": {
         const policyName = String(inputs.name ?? `${name}-${hex(name, 7)}`);
         return { name: policyName, arn: arn("iam", `policy/${policyName}`, true) };
