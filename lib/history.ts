@@ -137,9 +137,11 @@ export function formatHistory(environment: string, entries: HistoryEntry[]): str
       `  promotion ${q(r.promotion)} by ${q(r.promotedBy)}`,
       ...r.approvals
         .filter((a) => a.by.length > 0)
-        .map(
-          (a) => `  approved at ${a.gate}: ${a.by.map((by, i) => `${q(by)} at ${q(a.at[i])}`).join(", ")}`,
-        ),
+        // Times pair from the newest: an approval recorded before times were (the oldest) has none.
+        .map((a) => {
+          const when = (i: number) => a.at[i - (a.by.length - a.at.length)];
+          return `  approved at ${a.gate}: ${a.by.map((by, i) => `${q(by)} at ${q(when(i))}`).join(", ")}`;
+        }),
       ...(e.preview
         ? [`  preview ${e.preview.stage} of ${e.preview.pushedAt}: ${q(e.preview.promotionUrl)}`]
         : []),

@@ -107,6 +107,24 @@ describe("npm run history", () => {
     expect(text).toContain(record(update.name, "a".repeat(40), []).freightUrl);
   });
 
+  it("pairs each approval with its time from the newest, an approval from before times were having none", () => {
+    const r = record(update.name, "d".repeat(40), ["dave", "erin"]);
+    r.approvals[0]!.at = ["2026-03-04T05:06:07Z"];
+    const dir = repository([
+      {
+        stage: update.name,
+        freight: "d".repeat(40),
+        by: [],
+        raw: `x\n\n${recordTrailer}: ${JSON.stringify(r)}`,
+      },
+    ]);
+    const text = formatHistory(
+      environment,
+      environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/")),
+    );
+    expect(text).toContain('"dave" at null, "erin" at "2026-03-04T05:06:07Z"');
+  });
+
   it("says which commit holds no record (a commit by hand), and refuses a commit naming two", () => {
     const dir = repository([{ stage: update.name, freight: "c".repeat(40), by: [], raw: "fix by hand" }]);
     const [entry] = environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"));
