@@ -6,6 +6,9 @@ import { HelmAddon, mergeValues, type AddonSpec, type Values } from "../lib/helm
 import { irsaRole } from "../lib/irsa";
 import { BURST_LABEL, BURST_TAINT } from "../lib/pipeline/stack-manifest";
 import { interruptionQueue } from "./interruptionQueue";
+import { controllerPolicy } from "./karpenterPolicy";
+
+export { controllerPolicy, instanceProfileStatements, type ControllerPolicyArgs } from "./karpenterPolicy";
 
 /**
  * The AMI of burst nodes, pinned: an amazon-eks-ami release (awslabs/amazon-eks-ami tag v20260724), which
@@ -35,156 +38,6 @@ export const karpenterChart: AddonSpec = {
     controller: { resources: { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "512Mi" } } },
   },
 };
-
-export interface ControllerPolicyArgs {
-  clusterName: string;
-  region: string;
-  accountId: string;
-  partition: string;
-  nodeRoleArn: string;
-  instanceProfileName: string;
-  /** The SQS queue of EC2 interruption events, when there is one. */
-  interruptionQueueArn?: string;
-}
-
-/**
- * The controller's IAM policy: Karpenter's own (website/content/en/v1.14/getting-started/
- * getting-started-with-karpenter/cloudformation.yaml, the newest the docs carry; the v1.15.1 module ships no
- * website), narrowed to what this platform uses. Launching, tagging and terminating only what carries the
- * cluster's ownership tag and a NodePool tag; passing only the node role, only to EC2; no instance-profile
- * management (the cluster project makes the profile and the EC2NodeClass names it); no spot requests,
- * capacity reservations or placement groups (on-demand only); the queue only when there is one.
- */
-export function controllerPolicy(a: ControllerPolicyArgs): string {
-  const ec2 = (resource: string) => `arn:${a.partition}:ec2:${a.region}:*:${resource}`;
-  const owned = { [`aws:ResourceTag/kubernetes.io/cluster/${a.clusterName}`]: "owned" };
-  const requestOwned = {
-    [`aws:RequestTag/kubernetes.io/cluster/${a.clusterName}`]: "owned",
-    "aws:RequestTag/eks:eks-cluster-name": a.clusterName,
-  };
-  const launched = [
-    ec2("fleet/*"),
-    ec2("instance/*"),
-    ec2("volume/*"),
-    ec2("network-interface/*"),
-    ec2("launch-template/*"),
-  ];
-  const statements: Record<string, unknown>[] = [
-    {
-      Sid: "LaunchFromTheClustersImagesSubnetsAndGroups",
-      Effect: "Allow",
-      Action: ["ec2:RunInstances", "ec2:CreateFleet"],
-      Resource: [
-        `arn:${a.partition}:ec2:${a.region}::image/*`,
-        `arn:${a.partition}:ec2:${a.region}::snapshot/*`,
-        ec2("security-group/*"),
-        ec2("subnet/*"),
-      ],
-    },
-    {
-      Sid: "LaunchFromItsOwnLaunchTemplates",
-      Effect: "Allow",
-      Action: ["ec2:RunInstances", "ec2:CreateFleet"],
-      Resource: ec2("launch-template/*"),
-      Condition: { StringEquals: owned, StringLike: { "aws:ResourceTag/karpenter.sh/nodepool": "*" } },
-    },
-    {
-      Sid: "CreateOnlyTaggedForTheCluster",
-      Effect: "Allow",
-      Action: ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-      Resource: launched,
-      Condition: {
-        StringEquals: requestOwned,
-        StringLike: { "aws:RequestTag/karpenter.sh/nodepool": "*" },
-      },
-    },
-    {
-      Sid: "TagWhatItCreates",
-      Effect: "Allow",
-      Action: "ec2:CreateTags",
-      Resource: launched,
-      Condition: {
-        StringEquals: {
-          ...requestOwned,
-          "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
-        },
-        StringLike: { "aws:RequestTag/karpenter.sh/nodepool": "*" },
-      },
-    },
-    {
-      Sid: "NameItsInstances",
-      Effect: "Allow",
-      Action: "ec2:CreateTags",
-      Resource: ec2("instance/*"),
-      Condition: {
-        StringEquals: owned,
-        StringLike: { "aws:ResourceTag/karpenter.sh/nodepool": "*" },
-        StringEqualsIfExists: { "aws:RequestTag/eks:eks-cluster-name": a.clusterName },
-        "ForAllValues:StringEquals": {
-          "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"],
-        },
-      },
-    },
-    {
-      Sid: "DeleteOnlyItsOwn",
-      Effect: "Allow",
-      Action: ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-      Resource: [ec2("instance/*"), ec2("launch-template/*")],
-      Condition: { StringEquals: owned, StringLike: { "aws:ResourceTag/karpenter.sh/nodepool": "*" } },
-    },
-    {
-      Sid: "PassOnlyTheNodeRoleToEc2",
-      Effect: "Allow",
-      Action: "iam:PassRole",
-      Resource: a.nodeRoleArn,
-      Condition: { StringEquals: { "iam:PassedToService": "ec2.amazonaws.com" } },
-    },
-    {
-      Sid: "ReadTheNodeInstanceProfile",
-      Effect: "Allow",
-      Action: "iam:GetInstanceProfile",
-      Resource: `arn:${a.partition}:iam::${a.accountId}:instance-profile/${a.instanceProfileName}`,
-    },
-    {
-      Sid: "FindTheApiServer",
-      Effect: "Allow",
-      Action: "eks:DescribeCluster",
-      Resource: `arn:${a.partition}:eks:${a.region}:${a.accountId}:cluster/${a.clusterName}`,
-    },
-    {
-      Sid: "ReadInstanceTypesImagesAndNetworkInTheRegion",
-      Effect: "Allow",
-      Action: [
-        "ec2:DescribeImages",
-        "ec2:DescribeInstances",
-        "ec2:DescribeInstanceStatus",
-        "ec2:DescribeInstanceTypeOfferings",
-        "ec2:DescribeInstanceTypes",
-        "ec2:DescribeLaunchTemplates",
-        "ec2:DescribeSecurityGroups",
-        "ec2:DescribeSpotPriceHistory",
-        "ec2:DescribeSubnets",
-      ],
-      Resource: "*",
-      Condition: { StringEquals: { "aws:RequestedRegion": a.region } },
-    },
-    {
-      Sid: "ReadTheEksAmiParameters",
-      Effect: "Allow",
-      Action: "ssm:GetParameter",
-      Resource: `arn:${a.partition}:ssm:${a.region}::parameter/aws/service/*`,
-    },
-    { Sid: "ReadPrices", Effect: "Allow", Action: "pricing:GetProducts", Resource: "*" },
-  ];
-  if (a.interruptionQueueArn)
-    statements.push({
-      Sid: "ReadInterruptionEvents",
-      Effect: "Allow",
-      Action: ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
-      Resource: a.interruptionQueueArn,
-    });
-  return JSON.stringify({ Version: "2012-10-17", Statement: statements });
-}
 
 export interface BurstCapacityArgs {
   provider: k8s.Provider;
@@ -235,23 +88,14 @@ export class BurstCapacity extends pulumi.ComponentResource {
       {
         role: role.name,
         policy: pulumi
-          .all([
-            args.clusterName,
-            args.region,
-            caller.accountId,
-            partition,
-            args.nodeRoleArn,
-            args.instanceProfileName,
-            queue?.arn,
-          ])
-          .apply(([clusterName, region, accountId, part, nodeRoleArn, instanceProfileName, queueArn]) =>
+          .all([args.clusterName, args.region, caller.accountId, partition, args.nodeRoleArn, queue?.arn])
+          .apply(([clusterName, region, accountId, part, nodeRoleArn, queueArn]) =>
             controllerPolicy({
               clusterName,
               region,
               accountId,
               partition: part,
               nodeRoleArn,
-              instanceProfileName,
               interruptionQueueArn: queueArn,
             }),
           ),

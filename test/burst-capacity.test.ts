@@ -2,7 +2,8 @@
 // workspaces and verification Jobs land on, and their tolerations.
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { controllerPolicy } from "../cluster-setup/karpenter";
+import { runSimulation, type Simulation } from "@cloud-copilot/iam-simulate";
+import { controllerPolicy, instanceProfileStatements } from "../cluster-setup/karpenter";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { planChain } from "../lib/cli/plan/projects";
 import { programStages } from "../lib/pipeline/graph";
@@ -10,10 +11,44 @@ import { BURST_TAINT, stackManifest } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { analysisTemplateKinds, analysisTemplateSpec } from "../lib/pipeline/verification";
 import { interruptionEvents } from "../cluster-setup/interruptionQueue";
+import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
 import { irsaTrust, ofType, one, planProject } from "./helpers";
 
 const pipeline = validatePipeline(definition);
 type Statement = { Sid: string; Action: string | string[]; Resource: string | string[]; Condition?: object };
+type Policy = { Version: string; Statement: Statement[] };
+
+/** The region and account the policy is written for, read from the one ARN naming both (the cluster's). */
+function arnParts(policy: Policy): { region: string; accountId: string } {
+  const cluster = policy.Statement.find((s) => [s.Action].flat().includes("eks:DescribeCluster"))!;
+  const [, , , region, accountId] = String(cluster.Resource).split(":");
+  return { region: region!, accountId: accountId! };
+}
+
+/** What IAM decides for the controller's role asking `action` on `resource` (iam-simulate's engine). */
+async function decide(
+  policy: Policy,
+  action: string,
+  resource: string,
+  contextVariables: Record<string, string> = {},
+): Promise<string> {
+  const { accountId } = arnParts(policy);
+  const simulation: Simulation = {
+    identityPolicies: [{ name: "karpenter", policy }],
+    serviceControlPolicies: [],
+    resourceControlPolicies: [],
+    request: {
+      action,
+      principal: `arn:aws:iam::${accountId}:role/karpenter`,
+      resource: { accountId, resource },
+      contextVariables,
+    },
+  };
+  const result = await runSimulation(simulation, {});
+  if (result.resultType === "error")
+    throw new Error(`${action} ${resource}: ${JSON.stringify(result.errors)}`);
+  return result.overallResult;
+}
 
 describe("burst capacity", () => {
   let cluster: ProgramPlan;
@@ -29,9 +64,7 @@ describe("burst capacity", () => {
     );
     const policy = JSON.parse(
       String(one(setup, "aws:iam/rolePolicy:RolePolicy", "karpenter").inputs.policy),
-    ) as {
-      Statement: Statement[];
-    };
+    ) as Policy;
     const pass = policy.Statement.filter((s) => [s.Action].flat().includes("iam:PassRole"));
     expect(pass.map((s) => s.Resource)).toEqual([cluster.outputs.nodeRoleArn]);
     // Whatever it creates or deletes carries the cluster's ownership tag.
@@ -40,20 +73,83 @@ describe("burst capacity", () => {
       [s.Action].flat().some((a) => /Terminate|Delete|CreateTags|CreateLaunchTemplate/.test(a)),
     ))
       expect(JSON.stringify(s.Condition), s.Sid).toContain(`kubernetes.io/cluster/${name}`);
-    // No instance-profile management, no wildcard action, no queue unless there is one.
+    // Instance profiles only as upstream's statements have them; no wildcard action, no queue unless there is one.
     const actions = policy.Statement.flatMap((s) => [s.Action].flat());
-    expect(actions.filter((a) => /InstanceProfile/.test(a))).toEqual(["iam:GetInstanceProfile"]);
+    const args = { clusterName: "c", region: "r", accountId: "1", partition: "aws", nodeRoleArn: "n" };
+    expect(policy.Statement.filter((s) => [s.Action].flat().some((a) => /InstanceProfile/.test(a)))).toEqual(
+      instanceProfileStatements({ ...args, clusterName: name, ...arnParts(policy) }),
+    );
     expect(actions.some((a) => a.includes("*"))).toBe(false);
     expect(actions.some((a) => a.startsWith("sqs:"))).toBe(false);
-    const args = {
-      clusterName: "c",
-      region: "r",
-      accountId: "1",
-      partition: "aws",
-      nodeRoleArn: "n",
-      instanceProfileName: "p",
-    };
     expect(controllerPolicy({ ...args, interruptionQueueArn: "q" })).toContain('"Resource":"q"');
+  });
+
+  it("lets the EC2NodeClass's finalizer finish, as Karpenter v1.15.1 runs it, and touch no profile it did not make", async () => {
+    const policy = JSON.parse(
+      String(one(setup, "aws:iam/rolePolicy:RolePolicy", "karpenter").inputs.policy),
+    ) as Policy;
+    const name = String(cluster.outputs.clusterName);
+    const { region, accountId } = arnParts(policy);
+    const profile = (profileName: string) => `arn:aws:iam::${accountId}:instance-profile/${profileName}`;
+    const nodeClass = "burst";
+    // The finalizer's calls (aws/karpenter-provider-aws v1.15.1 pkg/controllers/nodeclass/controller.go
+    // finalize): the profiles under the class's IAM path (instanceprofile.go ListProfiles; IAM lists only on
+    // "*"), the legacy profile `<cluster>_<hash>` looked up before it is deleted (Delete: GetInstanceProfile,
+    // whose NoSuchEntity it ignores; ec2nodeclass.go LegacyInstanceProfileName), then the class's launch
+    // templates found by tag and deleted (launchtemplate.go DeleteAll), tagged as utils.go GetTags tags them.
+    const launchTemplateTags = {
+      [`aws:ResourceTag/kubernetes.io/cluster/${name}`]: "owned",
+      "aws:ResourceTag/karpenter.sh/nodepool": nodeClass,
+      "aws:ResourceTag/eks:eks-cluster-name": name,
+      "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": nodeClass,
+    };
+    const finalizer: [string, string, Record<string, string>?][] = [
+      ["iam:ListInstanceProfiles", "*"],
+      ["iam:GetInstanceProfile", profile(`${name}_1234567890123456789`)],
+      ["ec2:DescribeLaunchTemplates", "*", { "aws:RequestedRegion": region }],
+      [
+        "ec2:DeleteLaunchTemplate",
+        `arn:aws:ec2:${region}:${accountId}:launch-template/lt-0123456789abcdef0`,
+        launchTemplateTags,
+      ],
+    ];
+    for (const [action, resource, context] of finalizer)
+      expect(await decide(policy, action, resource, context), action).toBe("Allowed");
+    // A profile Karpenter would make for a class naming a role: tagged for this cluster, region and class.
+    const own = {
+      [`aws:ResourceTag/kubernetes.io/cluster/${name}`]: "owned",
+      "aws:ResourceTag/topology.kubernetes.io/region": region,
+      "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": nodeClass,
+    };
+    const made = profile(`karpenter/${region}/${name}/uid/${name}_1`);
+    expect(await decide(policy, "iam:DeleteInstanceProfile", made, own)).toBe("Allowed");
+    expect(await decide(policy, "iam:RemoveRoleFromInstanceProfile", made, own)).toBe("Allowed");
+    const requested = {
+      [`aws:RequestTag/kubernetes.io/cluster/${name}`]: "owned",
+      "aws:RequestTag/eks:eks-cluster-name": name,
+      "aws:RequestTag/topology.kubernetes.io/region": region,
+      "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": nodeClass,
+    };
+    expect(await decide(policy, "iam:CreateInstanceProfile", made, requested)).toBe("Allowed");
+    // The cluster project's profile carries no class tag; another cluster's profile is not ours.
+    const { [`aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass`]: _, ...untagged } = own;
+    const theirs = { ...own, [`aws:ResourceTag/kubernetes.io/cluster/${name}`]: "shared" };
+    for (const tags of [untagged, theirs])
+      for (const action of [
+        "iam:DeleteInstanceProfile",
+        "iam:AddRoleToInstanceProfile",
+        "iam:TagInstanceProfile",
+      ])
+        expect(
+          await decide(policy, action, profile(String(cluster.outputs.burstNodeInstanceProfile)), tags),
+          action,
+        ).toBe("ImplicitlyDenied");
+    expect(
+      await decide(policy, "iam:CreateInstanceProfile", made, {
+        ...requested,
+        "aws:RequestTag/topology.kubernetes.io/region": "elsewhere",
+      }),
+    ).toBe("ImplicitlyDenied");
   });
 
   it("launches on-demand nodes of the base's architecture, tainted, removed once empty, within limits", () => {
@@ -97,8 +193,28 @@ describe("burst capacity", () => {
       analysisTemplateKinds(pipeline).map((k) => analysisTemplateSpec(pipeline, k)),
     );
     expect(jobs).toContain(`"key":"${BURST_TAINT.key}"`);
+    // The seed Job tolerates them too (lib/pipeline/plugin-seed.ts).
+    expect(tolerates(pluginCacheObjects(pipeline).job.spec.template.spec.tolerations), "seed").toBe(true);
     for (const r of ofType(setup, "kubernetes:helm.sh/v3:Release"))
       expect(JSON.stringify(r.inputs.values ?? {}), r.name).not.toContain(BURST_TAINT.key);
+  });
+
+  it("keeps Karpenter from disrupting a running workspace, verification or seed pod", () => {
+    // Upstream's key and value (sigs.k8s.io/karpenter v1.15.1 pkg/apis/v1/labels.go DoNotDisruptAnnotationKey).
+    const annotated = (metadata: { annotations?: Record<string, string | undefined> } | undefined) =>
+      metadata?.annotations?.["karpenter.sh/do-not-disrupt"];
+    for (const s of programStages(pipeline)) {
+      const pod = stackManifest(pipeline, s).spec.workspaceTemplate!.spec!.podTemplate as {
+        metadata?: { annotations?: Record<string, string | undefined> };
+      };
+      expect(annotated(pod.metadata), s.name).toBe("true");
+    }
+    for (const kind of analysisTemplateKinds(pipeline))
+      for (const metric of analysisTemplateSpec(pipeline, kind).metrics ?? [])
+        expect(annotated(metric.provider?.job?.spec.template.metadata), `${kind} ${metric.name}`).toBe(
+          "true",
+        );
+    expect(annotated(pluginCacheObjects(pipeline).job.spec.template.metadata)).toBe("true");
   });
 
   it("adds an interruption queue only when asked, readable by the controller alone, fed only by EventBridge", async () => {

@@ -5,6 +5,7 @@ import { pipelinePlugins, pluginSnapshotName, pluginVolumeSpec } from "./plugin-
 import { WORKSPACE_IMAGES, type Pipeline } from "./schema";
 import {
   burstToleration,
+  DO_NOT_DISRUPT,
   RESTRICTED_PROFILE_ID,
   WORKSPACE_PULUMI_HOME,
   workspaceEnv,
@@ -64,7 +65,7 @@ export function pluginCacheObjects(p: Pipeline) {
       backoffLimit: 3,
       activeDeadlineSeconds: 1800,
       template: {
-        metadata: { labels },
+        metadata: { labels, annotations: { ...DO_NOT_DISRUPT } },
         spec: {
           restartPolicy: "Never",
           serviceAccountName: serviceAccount.metadata.name,

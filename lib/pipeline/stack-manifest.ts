@@ -140,6 +140,15 @@ export const burstToleration = {
   effect: BURST_TAINT.effect,
 };
 
+/**
+ * What keeps Karpenter from stopping a pod's work: while a pod carrying it runs, its node is neither
+ * consolidated nor replaced for drift, and when the node expires its drain waits for the pod to end rather
+ * than evicting it (the key is sigs.k8s.io/karpenter v1.15.1 pkg/apis/v1/labels.go DoNotDisruptAnnotationKey;
+ * the behaviour, karpenter.sh v1.15 docs, Disruption, Pod-Level Controls). A `pulumi up` stopped halfway leaves
+ * its stack locked and half a change made. Workspaces, verification Jobs and the plugin cache's seed carry it.
+ */
+export const DO_NOT_DISRUPT = { "karpenter.sh/do-not-disrupt": "true" } as const;
+
 /** Where the workspace's Pulumi CLI keeps its state: a pod-lived emptyDir, with only `plugins/` persistent. */
 export const WORKSPACE_PULUMI_HOME = "/pulumi-home";
 
@@ -179,6 +188,8 @@ export const RESTRICTED_PROFILE_ID = 1000;
 export function workspacePodTemplate(p: Pipeline) {
   const cache = p.stacks.pluginCacheGiB > 0;
   return {
+    // PKO merges the template's metadata into the workspace's pod template too (mergePodTemplateSpec).
+    metadata: { annotations: { ...DO_NOT_DISRUPT } },
     spec: {
       ...(cache
         ? { securityContext: { fsGroup: RESTRICTED_PROFILE_ID, fsGroupChangePolicy: "OnRootMismatch" } }

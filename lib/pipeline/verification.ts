@@ -4,7 +4,7 @@
 import type * as rollouts from "../crds/generated/rollouts";
 import { programStages, type ProgramStage } from "./graph";
 import { names } from "./names";
-import { burstToleration } from "./stack-manifest";
+import { burstToleration, DO_NOT_DISRUPT } from "./stack-manifest";
 import { isProtected, type Pipeline } from "./schema";
 
 const seconds = (d: string) =>
@@ -126,6 +126,7 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
           activeDeadlineSeconds: seconds(timeout) + startSlack,
           ttlSecondsAfterFinished: 24 * 3600,
           template: {
+            metadata: { annotations: { ...DO_NOT_DISRUPT } },
             spec: {
               restartPolicy: "Never",
               // On the base when it has room, else on a burst node (stack-manifest.ts BURST_TAINT).

@@ -21,8 +21,8 @@ import (
 // workspacePod is the pod PKO v2.9.0 runs for a Stack under the restricted profile, with the Stack's pod
 // template merged in: the pod and container security settings of
 // operator/internal/controller/auto/workspace_controller.go (newStatefulSet, then the SecurityProfileRestricted
-// branch), PKO's own `share` volume, and the template's security context, tolerations, volumes and mounts
-// (mergePodTemplateSpec merges volumes and mounts by name and path).
+// branch), PKO's own `share` volume, and the template's annotations, security context, tolerations, volumes
+// and mounts (mergePodTemplateSpec merges the template's metadata, and volumes and mounts by name and path).
 func workspacePod(t *testing.T, stack *unstructured.Unstructured, namespace string) *corev1.Pod {
 	t.Helper()
 	raw, found, _ := unstructured.NestedMap(stack.Object, "spec", "workspaceTemplate", "spec", "podTemplate")
@@ -37,7 +37,7 @@ func workspacePod(t *testing.T, stack *unstructured.Unstructured, namespace stri
 	restricted := func() *corev1.SecurityContext {
 		return &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: stack.GetName() + "-workspace-0", Namespace: namespace}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: stack.GetName() + "-workspace-0", Namespace: namespace, Annotations: tpl.Annotations}}
 	pod.Spec = tpl.Spec
 	if pod.Spec.SecurityContext == nil {
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
