@@ -115,6 +115,14 @@ export const clusterConfigSchema = z
     nodeMinSize: z.number().int().min(1, "must be at least 1").default(2),
     nodeDesiredSize: z.number().int().min(1, "must be at least 1").default(2),
     nodeMaxSize: z.number().int().min(1, "must be at least 1").max(100, "must be at most 100").default(3),
+    // Workspaces the base holds beside the platform; one Freight's others, and other Freight's, take burst
+    // nodes. test/capacity.test.ts and docs/capacity-and-cost.md hold the base to it; no pipeline changes it.
+    baseWorkspaces: z
+      .number()
+      .int("must be a whole number of workspaces")
+      .min(0, "must be 0 (every workspace on a burst node) or more")
+      .max(50, "must be at most 50; add burst capacity (cluster-setup:burstCpuLimit) instead")
+      .default(2),
     nodeMaxPods: z
       .number()
       .int()

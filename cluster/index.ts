@@ -77,6 +77,8 @@ export = async () => {
     volumeSnapshots: cluster.volumeSnapshots,
     burstNodeInstanceProfile: cluster.burstNodeInstanceProfile,
     nodeMaxPods: config.nodeMaxPods,
+    // Read by the capacity check only (lib/cli/plan/capacity.ts): what the base is sized to hold.
+    baseWorkspaces: config.baseWorkspaces,
     // What burst nodes are made of: the base's architecture (Kubernetes' name for it) and families.
     nodeArchitecture: architectureOf(config.nodeInstanceTypes[0]!) === "arm64" ? "arm64" : "amd64",
     nodeInstanceFamilies: [...new Set(config.nodeInstanceTypes.map((t) => t.split(".")[0]!))],

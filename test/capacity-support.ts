@@ -1,10 +1,12 @@
-// A fork's pipeline with more environments, added as docs/make-it-yours.md documents ("Add an environment"):
-// each behind a gate of its own after the last update stage, with a stack config in every program's folder
-// (written into a copy of the programs, so validation reads them as it reads the fork's).
+// Pipelines of other shapes for the capacity and cost tests: a fork's with more environments, added as
+// docs/make-it-yours.md documents ("Add an environment": each behind a gate of its own after the last update
+// stage, with a stack config in every program's folder, written into a copy of the programs so validation
+// reads them as it reads the fork's); seeded generated ones; and the brute-force count of what runs at once.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { repoRoot } from "../lib/cli/plan/projects";
+import { isProgramStage, runStages } from "../lib/pipeline/graph";
 import type { Pipeline, PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 
@@ -39,4 +41,145 @@ export function withMoreEnvironments(
     if (layout === "chained") after = env;
   }
   return validatePipeline({ ...definition, environments, stages }, { repoRoot: copy });
+}
+
+/** A seeded pseudo-random source (mulberry32): one seed, one sequence, on every machine. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface ShapeSize {
+  environments: number;
+  programs: number;
+}
+
+/** What a generated pipeline is made of, for the tests to say they met every kind. */
+export interface GeneratedShape {
+  pipeline: Pick<PipelineInput, "environments" | "stages"> & {
+    programs: { name: string; dependsOn: string[] }[];
+  };
+  /** Gates taking Freight from the same stages, side by side. */
+  sideBySideGates: boolean;
+  /** A stage taking Freight from any one of several. */
+  anyOf: boolean;
+  /** A stage waiting for all of several (an environment's stage after another environment is a join too). */
+  requireAll: boolean;
+  /** A program depending on another. */
+  dependencies: boolean;
+}
+
+/**
+ * A pipeline of `size.environments` environments and `size.programs` programs, drawn from `seed`: a gate
+ * from the Warehouse first; then each environment takes Freight from one to three earlier gates or
+ * environments (all of them or any one), behind a gate of its own, two gates side by side, or none; and
+ * each program may depend on earlier ones. Only what the validation accepts: an update has a gate upstream,
+ * requireAll has two upstreams at least, and a stage taking from any one of several waits for no program
+ * dependency (Kargo cannot combine them).
+ */
+export function generateShape(seed: number, size: ShapeSize): GeneratedShape {
+  const random = seeded(seed);
+  const pick = <T>(items: T[]) => items[Math.floor(random() * items.length)]!;
+  const programs = Array.from({ length: size.programs }, (_, i) => ({
+    name: `p${i}`,
+    dependsOn: Array.from({ length: i }, (_, j) => `p${j}`).filter(() => random() < 0.3),
+  }));
+  const dependencies = programs.some((x) => x.dependsOn.length > 0);
+  const environments: PipelineInput["environments"] = {};
+  const stages: StageInput[] = [{ name: "g", kind: "gate", from: "warehouse", approvers: ["a"] }];
+  const anchors = ["g"];
+  const shape = { sideBySideGates: false, anyOf: false, requireAll: false };
+  const upstream = (from: string[], mayChooseAny: boolean) => {
+    const requireAll = from.length > 1 && (!mayChooseAny || random() < 0.5);
+    if (from.length > 1) shape[requireAll ? "requireAll" : "anyOf"] = true;
+    return { from, ...(from.length > 1 ? { requireAll } : {}) };
+  };
+  for (let e = 0; e < size.environments; e++) {
+    const env = `e${e}`;
+    environments[env] = { pulumiStack: env, destructiveChangeApprovers: ["a"] };
+    const count = Math.min(anchors.length, 1 + Math.floor(random() * 3));
+    const shuffled = [...anchors];
+    for (let i = shuffled.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+    }
+    const from = shuffled.slice(0, count);
+    const gates = pick([0, 1, 1, 2]);
+    let previewFrom: { from: string[]; requireAll?: boolean };
+    if (gates === 0) previewFrom = upstream(from, !dependencies);
+    else {
+      const names = Array.from({ length: gates }, (_, i) => `${env}g${i}`);
+      for (const name of names)
+        stages.push({ name, kind: "gate", ...upstream(from, true), approvers: ["a"] });
+      if (gates > 1) shape.sideBySideGates = true;
+      anchors.push(...names);
+      previewFrom = upstream(names, !dependencies);
+    }
+    stages.push(
+      { name: `${env}p`, kind: "preview", environment: env, ...previewFrom },
+      { name: env, kind: "update", environment: env, from: [`${env}p`] },
+    );
+    anchors.push(env);
+  }
+  return { pipeline: { environments, stages, programs }, dependencies, ...shape };
+}
+
+/** `shape` as a whole definition, its programs written into a throwaway checkout, validated as a fork's. */
+export function validatedShape(shape: GeneratedShape, definition: PipelineInput): Pipeline {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "generated-pipeline-"));
+  for (const project of ["cluster", "cluster-setup", "kargo"]) {
+    fs.mkdirSync(path.join(root, project));
+    fs.writeFileSync(path.join(root, project, "Pulumi.yaml"), `name: ${project}\nruntime: nodejs\n`);
+  }
+  const programs = shape.pipeline.programs.map((x) => ({ ...x, dir: `gen/${x.name}` }));
+  for (const x of programs) {
+    fs.mkdirSync(path.join(root, x.dir), { recursive: true });
+    fs.writeFileSync(path.join(root, x.dir, "Pulumi.yaml"), `name: gen-${x.name}\nruntime: yaml\n`);
+    for (const env of Object.values(shape.pipeline.environments))
+      fs.writeFileSync(path.join(root, x.dir, `Pulumi.${env.pulumiStack}.yaml`), "config: {}\n");
+  }
+  try {
+    return validatePipeline(
+      { ...definition, project: "gen", ...shape.pipeline, programs },
+      { repoRoot: root },
+    );
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The brute force: every moment one Freight can reach, explored one verification at a time from the
+ * Warehouse (a stage takes the Freight once all of its upstream stages have verified it, or any one of them
+ * unless requireAll), and at each moment the program stages that have the Freight and have not verified it.
+ * Exact, and as slow as the moments are many: for small pipelines only. Shares nothing with
+ * lib/pipeline/concurrency.ts but the Kargo stages the definition makes (runStages).
+ */
+export function bruteForceMoments(p: Pick<Pipeline, "stages" | "programs">, limit = 200_000): string[][] {
+  const all = runStages(p);
+  const index = new Map(all.map((s, i) => [s.name, i]));
+  const ups = all.map((s) => (s.from === "warehouse" ? [] : s.from.map((u) => index.get(u)!)));
+  const takes = (i: number, done: boolean[]) =>
+    ups[i]!.length === 0 ||
+    (all[i]!.requireAll ? ups[i]!.every((u) => done[u]) : ups[i]!.some((u) => done[u]));
+  const seen = new Set<string>();
+  const running: string[][] = [];
+  const stack = [all.map(() => false)];
+  while (stack.length > 0) {
+    const done = stack.pop()!;
+    const key = done.map((d) => (d ? "1" : "0")).join("");
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (seen.size > limit) throw new Error(`more than ${limit} moments: too large for the brute force`);
+    const ready = all.flatMap((_, i) => (!done[i] && takes(i, done) ? [i] : []));
+    running.push(ready.filter((i) => isProgramStage(all[i]!)).map((i) => all[i]!.name));
+    for (const i of ready) stack.push(done.map((d, j) => d || j === i));
+  }
+  return running;
 }

@@ -2,37 +2,106 @@ import * as fs from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { allocatable, capacity, snapshotControllerPods } from "../lib/capacity";
-import { ancestors, programStages, runStages, type ProgramStage } from "../lib/pipeline/graph";
+import { clusterSetupConfigSchema } from "../cluster-setup/config";
+import { concurrentStages } from "../lib/pipeline/concurrency";
+import { programStages } from "../lib/pipeline/graph";
+import type { Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
+  burstShortfall,
   capacityTable,
   capacityShortfall,
   chartDefaults,
-  concurrentStages,
   plannedCapacity,
   type PlannedCapacity,
 } from "../lib/cli/plan/capacity";
 import { planChain } from "../lib/cli/plan/projects";
 import { docPages } from "../lib/markdown";
-import { withMoreEnvironments } from "./capacity-support";
+import { bruteForceMoments, generateShape, validatedShape, withMoreEnvironments } from "./capacity-support";
 import { ofType, planProject } from "./helpers";
 
 const pipeline = validatePipeline(definition);
 
-/** The largest set of program stages none of which comes after another, by trying every subset. */
-function bruteForceConcurrency(p: ReturnType<typeof validatePipeline>): number {
-  const stages = programStages(p);
-  const all = runStages(p);
-  const above = new Map(stages.map((s) => [s.name, ancestors(all, s.name)]));
-  const before = (a: ProgramStage, b: ProgramStage) => above.get(b.name)!.has(a.name);
-  let best = 0;
-  for (let mask = 1; mask < 1 << stages.length; mask++) {
-    const picked = stages.filter((_, i) => mask & (1 << i));
-    if (picked.length <= best) continue;
-    if (picked.every((a) => picked.every((b) => a === b || !before(a, b)))) best = picked.length;
+/** The most program stages one Freight has running at once, by the brute force (test/capacity-support.ts). */
+const bruteForce = (p: Pick<Pipeline, "stages" | "programs">) =>
+  Math.max(...bruteForceMoments(p).map((running) => running.length));
+
+/** `p` with every stage that takes Freight from any one of several waiting for all of them instead. */
+const allOf = (p: Pipeline): Pipeline => ({
+  ...p,
+  stages: p.stages.map((s) => (s.from !== "warehouse" && s.from.length > 1 ? { ...s, requireAll: true } : s)),
+});
+
+/** The most environments the platform takes: cluster-setup's stackEnvironments, probed. */
+function mostEnvironments(): number {
+  const accepts = (n: number) =>
+    clusterSetupConfigSchema.shape.stackEnvironments.safeParse(Array.from({ length: n }, (_, i) => `e${i}`))
+      .success;
+  let [low, high] = [1, 1024];
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (accepts(mid)) low = mid;
+    else high = mid - 1;
   }
-  return best;
+  return low;
 }
+
+describe("the workspaces one Freight starts at once", () => {
+  /**
+   * Seeded shapes the brute force can still walk: wide ones (up to four environments, gates side by side,
+   * stages taking from any one of several) and ones of many programs (up to six, depending on each other).
+   */
+  const sizes = [
+    ...Array.from({ length: 40 }, (_, i) => ({ environments: 2 + (i % 3), programs: 1 + (i % 2) })),
+    ...Array.from({ length: 12 }, (_, i) => ({ environments: 1 + (i % 2), programs: 3 + (i % 4) })),
+  ];
+  const shapes = sizes.map((size, seed) => ({ size, shape: generateShape(seed + 1, size) }));
+
+  it("is the brute force's count on generated pipelines, and a set that can run together", () => {
+    let anyOfMatters = 0;
+    for (const { size, shape } of shapes) {
+      const p = validatedShape(shape, definition);
+      const moments = bruteForceMoments(p);
+      const running = concurrentStages(p).map((s) => s.name);
+      const at = JSON.stringify({ size, stages: shape.pipeline.stages });
+      expect(running.length, at).toBe(Math.max(...moments.map((m) => m.length)));
+      expect(
+        moments.some((m) => running.every((name) => m.includes(name))),
+        at,
+      ).toBe(true);
+      if (bruteForce(allOf(p)) !== running.length) anyOfMatters++;
+    }
+    // The shapes hold every kind the count must get right; and taking from any one of several changes the
+    // answer in some, where counting stages none of which follows another would be wrong.
+    for (const kind of ["sideBySideGates", "anyOf", "requireAll", "dependencies"] as const)
+      expect(shapes.filter(({ shape }) => shape[kind]).length, kind).toBeGreaterThan(0);
+    expect(anyOfMatters).toBeGreaterThan(0);
+  });
+
+  it("runs gates side by side at once: people approve them together", () => {
+    const side = withMoreEnvironments(definition, 2, "side by side");
+    expect(concurrentStages(side).length).toBe(bruteForce(side));
+    expect(concurrentStages(side).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("counts pipelines far past the brute force, up to the most environments the platform takes", () => {
+    // Environments side by side after one stage add what one adds, each: the count grows by the same step.
+    const [three, four] = [3, 4].map((n) => bruteForce(withMoreEnvironments(definition, n, "side by side")));
+    const step = four! - three!;
+    expect(step).toBeGreaterThan(0);
+    const most = mostEnvironments() - Object.keys(definition.environments).length;
+    for (const count of [10, most]) {
+      const side = withMoreEnvironments(definition, count, "side by side");
+      expect(programStages(side).length).toBeGreaterThan(31);
+      expect(concurrentStages(side).length, `${count} side by side`).toBe(four! + (count - 4) * step);
+      // Chained, each behind the one before: no wider than the example or one environment's own stages.
+      const chained = withMoreEnvironments(definition, count, "chained");
+      expect(concurrentStages(chained).length, `${count} chained`).toBe(
+        bruteForce(withMoreEnvironments(definition, 2, "chained")),
+      );
+    }
+  });
+});
 
 describe("capacity of the fixed base", () => {
   let planned: PlannedCapacity;
@@ -62,30 +131,14 @@ describe("capacity of the fixed base", () => {
     expect(() => allocatable("m7g.metal", 40)).toThrow(/no capacity figures for instance type "m7g.metal"/);
   });
 
-  it("counts the workspaces one Freight starts at once: stages of which none comes after another", () => {
-    const concurrent = concurrentStages(pipeline);
-    expect(concurrent.length).toBe(bruteForceConcurrency(pipeline));
-    const all = runStages(pipeline);
-    for (const a of concurrent)
-      for (const b of concurrent) expect(a === b || !ancestors(all, b.name).has(a.name)).toBe(true);
-    // Two programs' stages in one environment never overlap: a program waits for those it depends on.
-    // Environments side by side after one gate run together: one stage each more at least.
-    const side = withMoreEnvironments(definition, 3, "side by side");
-    const wide = concurrentStages(side);
-    const sideAll = runStages(side);
-    for (const a of wide)
-      for (const b of wide) expect(a === b || !ancestors(sideAll, b.name).has(a.name)).toBe(true);
-    expect(wide.length).toBeGreaterThanOrEqual(Math.max(concurrent.length, 3));
-  });
-
-  it("counts every platform pod at our chart values (Karpenter's too), and one Freight's workspaces", () => {
+  it("counts every platform pod at our chart values (Karpenter's too), and the base's workspaces", async () => {
     const { groups } = planned;
     const workspaces = groups.filter((g) => g.owner === "workspaces");
-    expect(workspaces.map((g) => g.name)).toEqual(
-      concurrentStages(pipeline).map((s) => `${pipeline.project}-${s.name}-workspace`),
-    );
-    expect(planned.concurrent).toBe(workspaces.length);
+    const [cluster] = await planChain({ project: "cluster" });
+    expect(planned.baseWorkspaces).toBe(cluster!.outputs.baseWorkspaces);
+    expect(workspaces.reduce((n, g) => n + g.replicas, 0)).toBe(planned.baseWorkspaces);
     expect(planned.programStages).toBe(programStages(pipeline).length);
+    expect(planned.concurrent).toBe(concurrentStages(pipeline).length);
     const names = groups.map((g) => g.name);
     expect(names).toContain("karpenter");
     for (const trimmed of [
@@ -102,7 +155,7 @@ describe("capacity of the fixed base", () => {
       expect(g.requests.memory, `${g.name} requests memory`).toBeGreaterThan(0);
   });
 
-  it("fits the platform, one Freight's workspaces and a rolling update of the largest release on the base", () => {
+  it("fits the platform, the configured workspaces and a rolling update of the largest release on the base", () => {
     const { report } = planned;
     expect(capacityShortfall(planned)).toBeUndefined();
     expect(report.fits).toBe(true);
@@ -112,27 +165,66 @@ describe("capacity of the fixed base", () => {
     expect(report.total.pods).toBeLessThan(report.allocatable.pods / 2);
   });
 
-  it("needs no node-size change for ten more environments added as documented", () => {
-    const more = withMoreEnvironments(definition, 10);
-    const bigger = plannedCapacity(plans, more);
-    expect(bigger.programStages).toBeGreaterThan(planned.programStages);
-    expect(bigger.concurrent).toBe(planned.concurrent);
-    expect(capacityShortfall(bigger)).toBeUndefined();
+  it("is the same base for any number or shape of environments: one Freight's others take burst nodes", () => {
+    const shapes = [
+      withMoreEnvironments(definition, 10),
+      withMoreEnvironments(definition, 10, "side by side"),
+      ...[1, 2, 3, 4, 5].map((seed) =>
+        validatedShape(generateShape(seed, { environments: 3 + seed, programs: 1 + (seed % 3) }), definition),
+      ),
+    ];
+    for (const shape of shapes) {
+      const other = plannedCapacity(plans, shape);
+      expect(capacityShortfall(other)).toBeUndefined();
+      expect(other.report).toEqual(planned.report);
+      expect(other.burst.workspaces).toBe(Math.max(0, other.concurrent - other.baseWorkspaces));
+    }
+    // Ten environments side by side start more at once than the base holds: the rest take burst nodes.
+    const wide = plannedCapacity(plans, shapes[1]!);
+    expect(wide.concurrent).toBeGreaterThan(wide.baseWorkspaces);
+    expect(wide.burst.nodes).toBe(Math.ceil(wide.burst.workspaces / wide.burst.perNode));
   });
 
-  it("fails with figures when one Freight starts more workspaces than the base holds", () => {
-    const side = withMoreEnvironments(definition, 10, "side by side");
-    const crowded = plannedCapacity(plans, side);
+  it("says with figures when the base cannot hold the workspaces cluster:baseWorkspaces asks for", async () => {
+    const [, ...rest] = await planChain();
+    const more = planned.baseWorkspaces + 4;
+    const crowded = plannedCapacity(
+      [await planProject("cluster", { "cluster:baseWorkspaces": more }), ...rest],
+      pipeline,
+    );
     const { total, allocatable: offered } = crowded.report;
     expect(crowded.report.fits).toBe(false);
     const problem = capacityShortfall(crowded)!;
-    expect(problem).toContain(`${crowded.concurrent} workspaces`);
+    expect(problem).toContain(`the ${more} workspaces of cluster:baseWorkspaces`);
     expect(problem).toContain(`${total.cpu}m CPU and ${total.memory} MiB`);
     expect(problem).toContain(`${offered.cpu}m, ${offered.memory} MiB`);
-    // One node fewer does not hold even the example's.
+    // One node fewer does not hold even the default's.
     expect(capacity(planned.groups, planned.instanceType, planned.nodes - 1, planned.maxPods).fits).toBe(
       false,
     );
+    // None on the base: the base holds the platform alone, and every workspace takes a burst node.
+    const none = plannedCapacity(
+      [await planProject("cluster", { "cluster:baseWorkspaces": 0 }), ...rest],
+      pipeline,
+    );
+    expect(none.groups.filter((g) => g.owner === "workspaces")).toEqual([]);
+    expect(none.burst.workspaces).toBe(none.concurrent);
+  });
+
+  it("says when one Freight starts more at once than the burst limits hold, and not before", () => {
+    const { burst, baseWorkspaces } = planned;
+    expect(burstShortfall(planned)).toBeUndefined();
+    // What the base and the burst limits hold at once; environments side by side each add one at least.
+    const held = baseWorkspaces + burst.perNode * burst.allowedNodes;
+    for (const count of [held, held + 1]) {
+      const side = plannedCapacity(plans, withMoreEnvironments(definition, count, "side by side"));
+      expect(side.concurrent).toBeGreaterThanOrEqual(count);
+      expect(burstShortfall(side) === undefined, `${count} side by side`).toBe(side.concurrent <= held);
+      if (side.concurrent > held)
+        expect(burstShortfall(side)).toContain(
+          `${side.burst.workspaces} beyond the ${baseWorkspaces} on the base: ${side.burst.nodes} burst`,
+        );
+    }
   });
 
   it("is the table docs/capacity-and-cost.md shows (run `npm run docs` after changing the pipeline or the nodes)", () => {

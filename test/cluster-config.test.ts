@@ -153,6 +153,17 @@ describe("cluster rejects bad config before registering anything", () => {
       /cluster:nodeMaxPods: must be at least 20/,
     ],
     [
+      "a negative number of workspaces on the base",
+      { "cluster:baseWorkspaces": -1 },
+      /cluster:baseWorkspaces: must be 0 \(every workspace on a burst node\) or more/,
+    ],
+    ["half a workspace", { "cluster:baseWorkspaces": 1.5 }, /cluster:baseWorkspaces: must be a whole number/],
+    [
+      "more workspaces than a base is for",
+      { "cluster:baseWorkspaces": 51 },
+      /cluster:baseWorkspaces: must be at most 50/,
+    ],
+    [
       "a node disk under 20 GiB",
       { "cluster:nodeDiskSizeGiB": 19 },
       /cluster:nodeDiskSizeGiB: must be at least 20/,
@@ -217,6 +228,8 @@ describe("cluster rejects bad config before registering anything", () => {
       { nodeInstanceTypes: ["m7i-flex.large", "c6in.32xlarge"] },
       { nodeMinSize: 1, nodeDesiredSize: 1, nodeMaxSize: 1 },
       { nodeMinSize: 100, nodeDesiredSize: 100, nodeMaxSize: 100 },
+      { baseWorkspaces: 0 },
+      { baseWorkspaces: 50 },
       { nodeDiskSizeGiB: 20 },
       { nodeDiskSizeGiB: 1000 },
       { clusterLogRetentionDays: 1 },

@@ -345,6 +345,7 @@ describe("cluster project", () => {
   it("exports the contract cluster-setup reads, with the kubeconfig secret", () => {
     expect(Object.keys(plan.outputs).sort()).toEqual(
       [
+        "baseWorkspaces",
         "burstNodeInstanceProfile",
         "clusterName",
         "controlPlaneLogGroupName",

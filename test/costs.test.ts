@@ -4,7 +4,8 @@
 import * as fs from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { withMoreEnvironments } from "./capacity-support";
+import { generateShape, validatedShape, withMoreEnvironments } from "./capacity-support";
+import { capacityShortfall, plannedCapacity } from "../lib/cli/plan/capacity";
 import {
   burstCost,
   cents,
@@ -99,13 +100,28 @@ describe("what the platform costs idle", () => {
     expect(monthlyCost([...fixed, other]).items.map((i) => i.item)).toContain("4 GiB gp3 volume");
   });
 
-  it("is the same, at most $195 a month, for the example and for ten more environments", () => {
+  it("is the same, at most $195 a month, for any number or shape of environments", async () => {
     const fixed = resources.filter((r) => !cacheTypes.includes(r.type));
     expect(fixed.length + cacheOf(pipeline).length).toBe(resources.length);
     const example = monthlyCost([...fixed, ...cacheOf(pipeline)]).total;
-    const more = monthlyCost([...fixed, ...cacheOf(withMoreEnvironments(definition, 10))]).total;
-    expect(more).toBe(example);
     expect(example).toBeLessThanOrEqual(195);
+    const plans = await planChain();
+    const shapes = [
+      withMoreEnvironments(definition, 10),
+      withMoreEnvironments(definition, 10, "side by side"),
+      ...[11, 12, 13, 14, 15, 16].map((seed) =>
+        validatedShape(generateShape(seed, { environments: seed - 8, programs: 1 + (seed % 4) }), definition),
+      ),
+    ];
+    for (const shape of shapes) {
+      // The base's nodes hold it as planned (the rest of one Freight's workspaces take burst nodes, priced
+      // per promotion), so the plan's node group, like every fixed resource, is the example's.
+      expect(capacityShortfall(plannedCapacity(plans, shape))).toBeUndefined();
+      expect(monthlyCost([...fixed, ...cacheOf(shape)]).total).toBe(example);
+    }
+    // The shapes vary what the count of workspaces at once follows: side by side, chained, any one of several.
+    const concurrent = new Set(shapes.map((shape) => plannedCapacity(plans, shape).concurrent));
+    expect(concurrent.size).toBeGreaterThan(1);
   });
 
   it("prices a promotion's burst node by the minute: instance, root volume, the run's plugins volume and what is pulled through NAT", () => {

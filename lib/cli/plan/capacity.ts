@@ -1,8 +1,10 @@
 // What the planned platform and this pipeline's workspaces ask of the planned nodes: the figures of the
 // capacity table of docs/capacity-and-cost.md (`npm run docs` writes it) and of test/capacity.test.ts.
 import {
+  allocatable,
   capacity,
   ebsCsiDriverPods,
+  instanceTypes,
   kubeSystemPods,
   parseQuantity,
   platformPods,
@@ -12,7 +14,8 @@ import {
 } from "../../capacity";
 import { readValidationData } from "../../crds/schema";
 import { mergeValues, type Values } from "../../helmAddon";
-import { ancestors, programStages, runStages, type ProgramStage } from "../../pipeline/graph";
+import { concurrentStages } from "../../pipeline/concurrency";
+import { programStages, type ProgramStage } from "../../pipeline/graph";
 import { stackManifest } from "../../pipeline/stack-manifest";
 import { stackObjectName } from "../../pipeline/names";
 import type { Pipeline } from "../../pipeline/schema";
@@ -20,14 +23,31 @@ import type { ProgramPlan } from "./harness";
 import { markdownTable, replaceBetweenMarkers } from "../../markdown";
 
 export interface PlannedCapacity {
+  /** The base's pods: kube-system's, the platform's, and `baseWorkspaces` workspaces. */
   groups: PodGroup[];
   instanceType: string;
   nodes: number;
   maxPods: number;
+  /** Workspaces the base is sized for (cluster:baseWorkspaces), whatever the pipeline. */
+  baseWorkspaces: number;
   /** Program stages of the pipeline, and how many of them one Freight can run at once. */
   programStages: number;
   concurrent: number;
+  /** What one Freight's workspaces beyond the base ask of burst nodes. */
+  burst: BurstNeed;
   report: CapacityReport;
+}
+
+/** Burst nodes of the base's instance type that one Freight's workspaces beyond the base fill, and what the NodePool allows. */
+export interface BurstNeed {
+  workspaces: number;
+  /** Workspaces one burst node holds beside its DaemonSets. */
+  perNode: number;
+  nodes: number;
+  /** The NodePool's limits (cluster-setup:burstCpuLimit, burstMemoryGiB), in vCPUs and GiB. */
+  limits: { cpu: number; memoryGiB: number };
+  /** Burst nodes those limits allow, and so the workspaces that can run on burst nodes at once. */
+  allowedNodes: number;
 }
 
 /**
@@ -40,51 +60,6 @@ export function chartDefaults(): Record<string, Values> {
     ...Object.fromEntries(Object.entries(data.charts).map(([chart, c]) => [chart, c.defaults as Values])),
     "cert-manager": {},
   };
-}
-
-/**
- * The most program stages one Freight can run at once: the largest set of which none comes after another in
- * the pipeline (a stage runs only once the stages before it, gates and program dependencies included, have
- * the Freight; stages side by side auto-promote together). By Dilworth's theorem, the stages minus a maximum
- * matching of "comes before" pairs; returns such a set.
- */
-export function concurrentStages(p: Pipeline): ProgramStage[] {
-  const all = runStages(p);
-  const stages = programStages(p);
-  const before = new Map(stages.map((s) => [s.name, ancestors(all, s.name)]));
-  // Kuhn's augmenting paths: matchOf[v] = the u matched to v, for an edge u before v.
-  const matchOf = new Map<string, string>();
-  const augment = (u: string, seen: Set<string>): boolean =>
-    stages.some((v) => {
-      if (!before.get(v.name)!.has(u) || seen.has(v.name)) return false;
-      seen.add(v.name);
-      const holder = matchOf.get(v.name);
-      if (holder === undefined || augment(holder, seen)) {
-        matchOf.set(v.name, u);
-        return true;
-      }
-      return false;
-    });
-  for (const u of stages) augment(u.name, new Set());
-  // König: from the unmatched left vertices, alternate along non-matching then matching edges; the stages
-  // whose left copy is reached and whose right copy is not form a maximum antichain.
-  const matchedLeft = new Map([...matchOf].map(([v, u]) => [u, v]));
-  const left = new Set(stages.filter((u) => !matchedLeft.has(u.name)).map((u) => u.name));
-  const right = new Set<string>();
-  const queue = [...left];
-  while (queue.length > 0) {
-    const u = queue.pop()!;
-    for (const v of stages)
-      if (before.get(v.name)!.has(u) && !right.has(v.name) && matchOf.get(v.name) !== u) {
-        right.add(v.name);
-        const next = matchOf.get(v.name);
-        if (next !== undefined && !left.has(next)) {
-          left.add(next);
-          queue.push(next);
-        }
-      }
-  }
-  return stages.filter((s) => left.has(s.name) && !right.has(s.name));
 }
 
 /** The workspace pods of `stages` (by default every program stage), at their programs' requests. */
@@ -102,10 +77,18 @@ export function workspacePods(p: Pipeline, stages: ProgramStage[] = programStage
   });
 }
 
+/** The largest workspace any program stage asks for: what the base keeps room for, `baseWorkspaces` times. */
+function largestWorkspace(p: Pipeline): PodGroup {
+  const [largest] = workspacePods(p).sort(
+    (a, b) => b.requests.memory - a.requests.memory || b.requests.cpu - a.requests.cpu,
+  );
+  return { ...largest!, name: "workspace" };
+}
+
 /**
- * The pods of the planned releases at their effective values, kube-system's, and the workspaces one Freight
- * of `p` starts at once, on the planned base node group. More (other Freight, other stages) wait for burst
- * nodes.
+ * The pods of the planned releases at their effective values, kube-system's, and `cluster:baseWorkspaces`
+ * workspaces of the largest program's requests, on the planned base node group: the base, whose size no
+ * pipeline changes. The workspaces one Freight of `p` starts at once beyond those take burst nodes.
  */
 export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapacity {
   const defaults = chartDefaults();
@@ -119,12 +102,18 @@ export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapac
     plans.some((plan) =>
       plan.resources.some((r) => r.type === "aws:eks/addon:Addon" && r.inputs.addonName === name),
     );
-  const groups = [
+  const cluster = plans.find((plan) => plan.project === "cluster")!.outputs;
+  const baseWorkspaces = Number(cluster.baseWorkspaces);
+  const workspace = largestWorkspace(p);
+  const kube = [
     ...kubeSystemPods,
     ...(addon("aws-ebs-csi-driver") ? ebsCsiDriverPods : []),
     ...(addon("snapshot-controller") ? snapshotControllerPods : []),
+  ];
+  const groups = [
+    ...kube,
     ...platformPods(effective),
-    ...workspacePods(p, concurrentStages(p)),
+    ...(baseWorkspaces > 0 ? [{ ...workspace, replicas: baseWorkspaces }] : []),
   ];
   const nodeGroup = plans
     .flatMap((plan) => plan.resources)
@@ -134,29 +123,93 @@ export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapac
   };
   const instanceType = nodeGroup.instanceTypes[0]!;
   const nodes = nodeGroup.scalingConfig.minSize;
-  const maxPods = Number(plans.find((plan) => plan.project === "cluster")!.outputs.nodeMaxPods);
+  const maxPods = Number(cluster.nodeMaxPods);
+  const concurrent = concurrentStages(p).length;
+  const burstWorkspaces = Math.max(0, concurrent - baseWorkspaces);
   return {
     groups,
     instanceType,
     nodes,
     maxPods,
+    baseWorkspaces,
     programStages: programStages(p).length,
-    concurrent: groups.filter((g) => g.owner === "workspaces").length,
+    concurrent,
+    burst: burstNeed(plans, kube, workspace, burstWorkspaces, instanceType, maxPods),
     report: capacity(groups, instanceType, nodes, maxPods),
   };
 }
 
-/** What the base lacks for the platform and one Freight's workspaces, in figures, or undefined when it holds them. */
+/**
+ * Burst nodes for `workspaces` of `workspace`'s requests, each node of the base's type (Karpenter may pick
+ * another of its families) running the DaemonSets of `kube` first; and what the plan's NodePool allows.
+ */
+function burstNeed(
+  plans: ProgramPlan[],
+  kube: PodGroup[],
+  workspace: PodGroup,
+  workspaces: number,
+  instanceType: string,
+  maxPods: number,
+): BurstNeed {
+  const pool = plans
+    .flatMap((plan) => plan.resources)
+    .find((r) => r.type === "kubernetes:karpenter.sh/v1:NodePool")?.inputs as
+    { spec: { limits: { cpu: string; memory: string } } } | undefined;
+  const limits = {
+    cpu: parseQuantity(pool?.spec.limits.cpu ?? "0", "cpu") / 1000,
+    memoryGiB: parseQuantity(pool?.spec.limits.memory ?? "0", "memory") / 1024,
+  };
+  const daemons = kube.filter((g) => g.kind === "DaemonSet");
+  const node = allocatable(instanceType, maxPods);
+  const free = {
+    cpu: node.cpu - daemons.reduce((n, g) => n + g.requests.cpu, 0),
+    memory: node.memory - daemons.reduce((n, g) => n + g.requests.memory, 0),
+    pods: node.pods - daemons.length,
+  };
+  const perNode = Math.max(
+    0,
+    Math.min(
+      workspace.requests.cpu ? Math.floor(free.cpu / workspace.requests.cpu) : free.pods,
+      workspace.requests.memory ? Math.floor(free.memory / workspace.requests.memory) : free.pods,
+      free.pods,
+    ),
+  );
+  const size = instanceTypes[instanceType]!;
+  return {
+    workspaces,
+    perNode,
+    nodes: perNode > 0 ? Math.ceil(workspaces / perNode) : Infinity,
+    limits,
+    allowedNodes: Math.floor(Math.min(limits.cpu / size.vcpus, limits.memoryGiB / size.memoryGiB)),
+  };
+}
+
+/** What the base lacks for the platform and `cluster:baseWorkspaces` workspaces, in figures, or undefined when it holds them. */
 export function capacityShortfall(planned: PlannedCapacity): string | undefined {
-  const { report, nodes, instanceType, concurrent } = planned;
+  const { report, nodes, instanceType, baseWorkspaces } = planned;
   if (report.fits) return undefined;
   const { total, allocatable: offered } = report;
   return (
-    `the platform, ${concurrent} workspaces one Freight starts at once and a rolling update need ` +
+    `the platform, the ${baseWorkspaces} workspaces of cluster:baseWorkspaces and a rolling update need ` +
     `${total.pods} pods, ${total.cpu}m CPU and ${total.memory} MiB; ${nodes} ${instanceType} nodes offer ` +
-    `${offered.pods} pods, ${offered.cpu}m, ${offered.memory} MiB: stagger the stages (a gate between ` +
-    "them), shrink stacks.workspaceResources in kargo/pipeline.ts, or raise cluster's nodeMinSize/" +
-    "nodeDesiredSize or nodeInstanceTypes. Workspaces beyond what the base holds wait for a burst node."
+    `${offered.pods} pods, ${offered.cpu}m, ${offered.memory} MiB: lower cluster:baseWorkspaces (more ` +
+    "workspaces then wait for a burst node), shrink stacks.workspaceResources in kargo/pipeline.ts, or raise " +
+    "cluster's nodeMinSize/nodeDesiredSize or nodeInstanceTypes."
+  );
+}
+
+/**
+ * When the NodePool's limits cannot hold every workspace one Freight starts beyond the base at once: the
+ * figures, or undefined. Not a failure: the rest wait for a workspace to finish.
+ */
+export function burstShortfall(planned: PlannedCapacity): string | undefined {
+  const { burst, instanceType, concurrent, baseWorkspaces } = planned;
+  if (burst.nodes <= burst.allowedNodes) return undefined;
+  return (
+    `one Freight starts ${concurrent} workspaces at once, ${burst.workspaces} beyond the ${baseWorkspaces} ` +
+    `on the base: ${burst.nodes} burst ${instanceType} nodes of ${burst.perNode} each, where ` +
+    `cluster-setup:burstCpuLimit (${burst.limits.cpu}) and burstMemoryGiB (${burst.limits.memoryGiB}) allow ` +
+    `${burst.allowedNodes}; the others wait for one to finish, or raise those limits.`
   );
 }
 
@@ -196,9 +249,8 @@ export function capacityTable(planned: PlannedCapacity): string {
   };
   const kube = of((o) => o === "kube-system");
   const platform = of((o) => o !== "kube-system" && o !== "workspaces");
-  const workspaces = groups.filter((g) => g.owner === "workspaces");
   const ws = of((o) => o === "workspaces");
-  const each = workspaces[0]?.requests ?? { cpu: 0, memory: 0 };
+  const each = groups.find((g) => g.owner === "workspaces")?.requests ?? { cpu: 0, memory: 0 };
   const { total, allocatable, surge } = report;
   const rows = [
     ["requests", "pods", "CPU", "memory"],
@@ -210,7 +262,7 @@ export function capacityTable(planned: PlannedCapacity): string {
       `${platform.memory} MiB`,
     ],
     [
-      `${spelled(workspaces.length)} workspaces, the most one Freight starts at once of ${spelled(planned.programStages)} program stages (${each.cpu}m, ${each.memory} MiB each)`,
+      `${spelled(planned.baseWorkspaces)} workspaces (\`cluster:baseWorkspaces\`; ${each.cpu}m, ${each.memory} MiB each, the largest program's)`,
       `${ws.pods}`,
       `${ws.cpu}m`,
       `${ws.memory} MiB`,
@@ -228,7 +280,23 @@ export function capacityTable(planned: PlannedCapacity): string {
       `**${total.memory}** / ${allocatable.memory} MiB`,
     ],
   ];
-  return markdownTable(rows);
+  return `${markdownTable(rows)}\n\n${burstSentence(planned)}`;
+}
+
+/** What one Freight of the pipeline starts beyond the base, and what the burst limits hold. */
+function burstSentence(planned: PlannedCapacity): string {
+  const { concurrent, baseWorkspaces, burst, instanceType } = planned;
+  const beyond =
+    burst.workspaces === 0
+      ? "none waits for a burst node"
+      : `${spelled(burst.workspaces)} beyond the base take${burst.workspaces === 1 ? "s" : ""} burst nodes`;
+  return (
+    `One Freight of \`kargo/pipeline.ts\` runs at most ${spelled(concurrent)} of its ` +
+    `${spelled(planned.programStages)} program stages at once, so ${beyond}. A burst ${instanceType} ` +
+    `holds ${spelled(burst.perNode)} workspaces beside its DaemonSets, and the NodePool's limits ` +
+    `(${burst.limits.cpu} vCPUs, ${burst.limits.memoryGiB} GiB) allow ${spelled(burst.allowedNodes)} such ` +
+    `nodes: ${burst.perNode * burst.allowedNodes} workspaces at once beyond the base's ${spelled(baseWorkspaces)}.`
+  );
 }
 
 const START = "<!-- capacity table: generated by `npm run docs` from the plan and kargo/pipeline.ts -->";
