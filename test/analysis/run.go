@@ -47,6 +47,11 @@ type verification struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"args"`
+	// AnalysisRunMetadata is copied onto every run Kargo builds (pkg/rollouts/analysis_run_builder.go).
+	AnalysisRunMetadata struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"analysisRunMetadata"`
 }
 
 func stageVerification(t testing.TB, stage *unstructured.Unstructured) verification {
@@ -93,8 +98,12 @@ func newRun(t testing.TB, kargo *plan.Project, stage *unstructured.Unstructured,
 		plan.Into(t, kargo.Object(t, "AnalysisTemplate", ref.Name).Object, &tpl)
 		templates = append(templates, &tpl)
 	}
+	labels := map[string]string{"kargo.akuity.io/stage": stage.GetName()}
+	for k, val := range v.AnalysisRunMetadata.Labels {
+		labels[k] = val
+	}
 	run, err := analysisutil.NewAnalysisRunFromTemplates(templates, nil, args, nil, nil,
-		map[string]string{"kargo.akuity.io/stage": stage.GetName()}, nil,
+		labels, v.AnalysisRunMetadata.Annotations,
 		stage.GetName()+"-verification", "", stage.GetNamespace())
 	if err != nil {
 		t.Fatalf("Stage %s: building the AnalysisRun: %v", stage.GetName(), err)
