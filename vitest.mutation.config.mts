@@ -16,7 +16,7 @@ export default defineConfig({
       "test/pipeline-*.test.ts",
       "test/verification.test.ts",
       "test/approvers.test.ts",
-      "test/destructive-changes.test.ts",
+      "test/risk-stops.test.ts",
       "test/promoted-program.test.ts",
       "test/kargo.test.ts",
       "test/kargo-*.test.ts",

@@ -44,11 +44,21 @@ export const pipeline: PipelineInput = {
   },
   // Each program's config for an environment is Pulumi.<pulumiStack>.yaml in the program's folder.
   environments: {
-    // Every environment is protected (not ephemeral): a preview that would delete or replace anything stops
-    // there until someone in destructiveChangeApprovers approves that Freight for the update stage.
-    dev: { pulumiStack: "dev", destructiveChangeApprovers: ["dev-approvers"] },
-    dev2: { pulumiStack: "dev2", destructiveChangeApprovers: ["dev-approvers"] },
-    qa: { pulumiStack: "qa", destructiveChangeApprovers: ["qa-approvers"] },
+    // What stops each environment's Freight at its preview (stopOn: loss = deletes and replaces, privilege =
+    // IAM and access policies, exposure = network reach and public access, cost = new or resized billed
+    // capacity; kargo/verification/classify.mjs decides) until one of its deciders approves that Freight for
+    // the environment's update stage. The dev environments stop only on loss: what their identities may do
+    // in AWS is bounded by each program's access, and security reviews the rest at its gate before qa. qa
+    // also stops on privilege and exposure, decided by security on qa's own preview. Left out, stopOn is
+    // loss, privilege and exposure; an ephemeral environment stops for nothing; stopEveryPreview: true stops
+    // every preview that changes anything (for prod, docs/make-it-yours.md).
+    dev: { pulumiStack: "dev", stopOn: ["loss"], deciders: ["dev-approvers"] },
+    dev2: { pulumiStack: "dev2", stopOn: ["loss"], deciders: ["dev-approvers"] },
+    qa: {
+      pulumiStack: "qa",
+      stopOn: ["loss", "privilege", "exposure"],
+      deciders: ["security-approvers"],
+    },
   },
   stages: [
     { name: "approvalgatedev", kind: "gate", from: "warehouse", approvers: ["dev-approvers"] },

@@ -17,7 +17,7 @@ import {
   warehouseSpec,
 } from "../lib/pipeline/promotion";
 import { stackAdmissionPolicy } from "../lib/pipeline/admission";
-import { approverRoles, destructiveChangeApproverRoles } from "../lib/pipeline/rbac";
+import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { applicationSpec } from "../lib/pipeline/stack-manifest";
 import {
   analysisTemplateKinds,
@@ -278,10 +278,10 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       );
     }
 
-    // Gate approvers may promote into their gate; destructive-change approvers may approve Freight for their
-    // protected environment's update stage after its preview stopped on deletes or replaces (the stage's
-    // auto-promotion then promotes it). Both read the project through the viewer role Kargo creates in it.
-    for (const role of [...approverRoles(p), ...destructiveChangeApproverRoles(p)]) {
+    // Gate approvers may promote into their gate; an environment's deciders may approve Freight for its update
+    // stage after its preview stopped on what the environment stops on (the stage's auto-promotion then
+    // promotes it). Both read the project through the viewer role Kargo creates in it.
+    for (const role of [...approverRoles(p), ...deciderRoles(p)]) {
       mappedRole(role, ns, inProject);
     }
 

@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { programStages } from "../lib/pipeline/graph";
 import { stackServiceAccount } from "../lib/pipeline/stack-manifest";
-import type { Pipeline } from "../lib/pipeline/schema";
+import { riskPolicy, type Pipeline } from "../lib/pipeline/schema";
 import { accountOf, accountRoleName, namedAccounts, roleArn } from "../lib/pipeline/accounts";
 
 /** An identity cluster-setup made for PKO stacks: a ServiceAccount and the IAM role it assumes. */
@@ -178,11 +178,11 @@ export function checkAgainstClusterSetup(p: Pipeline, setup: ClusterSetup): void
       );
     }
   }
-  // Destructive-change approvers are checked the same way as gate approvers.
+  // An environment's deciders are checked the same way as gate approvers.
   for (const [name, env] of Object.entries(p.environments)) {
-    for (const group of env.destructiveChangeApprovers.filter((g) => !groups.includes(g))) {
+    for (const group of riskPolicy(env).deciders.filter((g) => !groups.includes(g))) {
       problems.push(
-        `environment "${name}": destructive-change approver group "${group}" is not a Cognito group; cluster-setup has ${groups.join(", ")}`,
+        `environments.${name}.deciders: "${group}" is not a Cognito group; cluster-setup has ${groups.join(", ")}`,
       );
     }
   }

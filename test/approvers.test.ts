@@ -11,6 +11,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { isGate, programStages, runStages } from "../lib/pipeline/graph";
+import { riskPolicy } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain } from "../lib/cli/plan/projects";
@@ -29,16 +30,15 @@ type Obj = {
 const pipeline = validatePipeline(definition);
 
 /**
- * The gates a group approves, and the update stages whose destructive changes it approves: every program's
- * update stage of each environment it approves for.
+ * The gates a group approves, and the update stages whose stops it decides: every program's update stage of
+ * each environment it is a decider of.
  */
 const stagesOf = (group: string) => ({
   gates: pipeline.stages.filter((s) => isGate(s) && s.approvers.includes(group)).map((s) => s.name),
   updates: programStages(pipeline)
     .filter(
       (s) =>
-        s.kind === "update" &&
-        pipeline.environments[s.environment]!.destructiveChangeApprovers.includes(group),
+        s.kind === "update" && riskPolicy(pipeline.environments[s.environment]!).deciders.includes(group),
     )
     .map((s) => s.name),
 });
@@ -48,7 +48,7 @@ describe("what each approver group can do through Kargo's API", () => {
   const groups = [
     ...new Set([
       ...pipeline.stages.filter(isGate).flatMap((g) => g.approvers),
-      ...Object.values(pipeline.environments).flatMap((e) => e.destructiveChangeApprovers),
+      ...Object.values(pipeline.environments).flatMap((e) => riskPolicy(e).deciders),
     ]),
   ];
 
@@ -81,7 +81,7 @@ describe("what each approver group can do through Kargo's API", () => {
       .sort();
 
   // Kargo checks `promote` on the target Stage and `patch` on freights/status separately, each by any of the
-  // user's accounts: a group that approves destructive changes and also a gate can approve Freight for that
+  // user's accounts: a group that decides an environment's stops and also a gate can approve Freight for that
   // gate too (Freight that did not pass the gate's upstream stages). Never for a stage it cannot promote
   // into, never for a preview stage, and never around another group's gate (e.g. qapreview past both QA
   // gates); docs/security-and-approvals.md states what that gate approval reaches.

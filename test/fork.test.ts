@@ -66,7 +66,7 @@ export function withEnvironment(p: PipelineInput, name: string, approvers: strin
     ...p,
     environments: {
       ...p.environments,
-      [name]: { pulumiStack: name, destructiveChangeApprovers: [approvers] },
+      [name]: { pulumiStack: name, deciders: [approvers] },
     },
     stages: [
       ...p.stages,

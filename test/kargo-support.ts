@@ -10,7 +10,13 @@ import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain } from "../lib/cli/plan/projects";
 import { programStageName, programStages } from "../lib/pipeline/graph";
-import { WORKSPACE_IMAGES, type EnvironmentStage, type Pipeline, type Program } from "../lib/pipeline/schema";
+import {
+  WORKSPACE_IMAGES,
+  riskPolicy,
+  type EnvironmentStage,
+  type Pipeline,
+  type Program,
+} from "../lib/pipeline/schema";
 
 /**
  * The example's plans of cluster-setup and of the kargo project, which reads cluster-setup's outputs, and the
@@ -27,12 +33,12 @@ export async function planKargo(): Promise<{
   return { setup, plan, ofKind: (kind: string) => objects.filter((o) => o.kind === kind) };
 }
 
-/** The Cognito groups the pipeline names: every gate's approvers and every destructive-change approver group. */
+/** The Cognito groups the pipeline names: every gate's approvers and every environment's deciders. */
 export const namedGroups = (p: Pipeline) =>
   [
     ...new Set([
       ...p.stages.flatMap((s) => (s.kind === "gate" ? s.approvers : [])),
-      ...Object.values(p.environments).flatMap((e) => e.destructiveChangeApprovers),
+      ...Object.values(p.environments).flatMap((e) => riskPolicy(e).deciders),
     ]),
   ].sort();
 

@@ -12,7 +12,7 @@ import { ancestors, programStageName, programStages, runStages, type GraphNode }
 import { githubRepository, names, stackConfigFile } from "../lib/pipeline/names";
 import { verificationScriptKey } from "../lib/pipeline/verification";
 import { approvalKey, approvalTimeKey, freightPaths, stageSpec } from "../lib/pipeline/promotion";
-import { isProtected, type Pipeline } from "../lib/pipeline/schema";
+import { riskPolicy, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { repoRoot } from "../lib/cli/plan/projects";
@@ -242,7 +242,8 @@ describe("kargo project", () => {
       const required = declared
         .filter((a) => a.value === undefined && a.valueFrom === undefined)
         .map((a) => a.name);
-      expect(passed.sort()).toEqual(required.sort());
+      // Every arg without a default is passed; a preview's policy args have a default ("") they may leave.
+      expect(passed).toEqual(expect.arrayContaining(required));
       const used = [...JSON.stringify(template.spec).matchAll(/\{\{\s*args\.([\w-]+)\s*\}\}/g)].map(
         (m) => m[1],
       );
@@ -252,21 +253,24 @@ describe("kargo project", () => {
     for (const s of programStages(pipeline)) {
       const program = pipeline.programs.find((x) => x.name === s.program)!;
       const args = stage(s.name).spec.verification.args as { name: string; value: string }[];
+      // A preview also carries its environment's policy: what stops it, who decides, where they approve.
+      const policy = riskPolicy(pipeline.environments[s.environment]!);
+      const update = pipeline.stages.find((u) => u.kind === "update" && u.environment === s.environment)!;
+      const stops = policy.stopOn === "all" || policy.stopOn.length > 0;
       expect(Object.fromEntries(args.map((a) => [a.name, a.value])), s.name).toEqual({
         project: program.project,
         stack: pipeline.environments[s.environment]!.pulumiStack,
         commit,
+        ...(s.kind === "preview" && stops
+          ? {
+              "stop-on": policy.stopOn === "all" ? "all" : policy.stopOn.join(","),
+              deciders: policy.deciders.join(","),
+              "approve-stage": `${update.name}-${s.program}`,
+            }
+          : {}),
       });
       expect(stage(s.name).spec.verification.analysisTemplates, s.name).toEqual([
-        {
-          kind: "AnalysisTemplate",
-          name:
-            s.kind === "update"
-              ? "pulumi-update"
-              : isProtected(pipeline.environments[s.environment]!)
-                ? "pulumi-preview-protected"
-                : "pulumi-preview",
-        },
+        { kind: "AnalysisTemplate", name: s.kind === "update" ? "pulumi-update" : "pulumi-preview" },
       ]);
     }
     // Each program's stages look for its own project's operations.

@@ -6,7 +6,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import YAML from "yaml";
 import { defaultRepoRoot } from "../lib/pipeline/check-repository";
 import { githubRepository } from "../lib/pipeline/names";
-import { PULUMI_CLOUD_API, WORKSPACE_IMAGES, isProtected, type PipelineInput } from "../lib/pipeline/schema";
+import {
+  DEFAULT_STOP_ON,
+  PULUMI_CLOUD_API,
+  WORKSPACE_IMAGES,
+  isProtected,
+  riskPolicy,
+  type PipelineInput,
+} from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
   base,
@@ -37,10 +44,10 @@ const { requests, limits } = base.stacks.workspaceResources;
 describe("field values", () => {
   const refused: [string, PipelineInput, RegExp][] = [
     [
-      "a protected environment that names no destructive-change approvers",
+      "an environment that stops on something and names no deciders",
       withEnvironments({ [firstEnv]: { pulumiStack: base.environments[firstEnv]!.pulumiStack } }),
       new RegExp(
-        `environment "${firstEnv}": is protected; destructiveChangeApprovers must name the Cognito groups`,
+        `environments\\.${firstEnv}\\.deciders: stops on ${DEFAULT_STOP_ON.join(", ")}; deciders must name the Cognito groups`,
       ),
     ],
     [
@@ -189,9 +196,9 @@ describe("defaults of the fields left out", () => {
   const stacks = without(base.stacks, "dir");
   const pulumi = without(base.pulumi, "apiUrl", "selfHostedApiUrl");
   const environments = Object.fromEntries(
-    Object.entries(base.environments).map(([name, { pulumiStack, destructiveChangeApprovers }]) => [
+    Object.entries(base.environments).map(([name, { pulumiStack, deciders }]) => [
       name,
-      { pulumiStack, destructiveChangeApprovers },
+      { pulumiStack, deciders },
     ]),
   );
   const p = validatePipeline({ ...base, source, programs, stacks, pulumi, environments, verification: {} });
@@ -216,9 +223,11 @@ describe("defaults of the fields left out", () => {
     expect(p.pulumi.selfHostedApiUrl).toBeUndefined();
   });
 
-  it("keeps every environment (not ephemeral) and protects it from destructive changes", () => {
+  it("keeps every environment (not ephemeral) and stops its Freight on loss, privilege and exposure", () => {
     for (const env of Object.values(p.environments)) {
       expect(env.ephemeral).toBe(false);
+      expect(env.stopEveryPreview).toBe(false);
+      expect(riskPolicy(env).stopOn).toEqual(["loss", "privilege", "exposure"]);
       expect(isProtected(env)).toBe(true);
     }
   });

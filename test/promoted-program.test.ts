@@ -106,7 +106,8 @@ describe("stacks/", () => {
       ...definition,
       environments: {
         ...definition.environments,
-        [env!]: { ...definition.environments[env!]!, ephemeral: true },
+        // An ephemeral environment stops for nothing: it has no stopOn or deciders to keep.
+        [env!]: { pulumiStack: definition.environments[env!]!.pulumiStack, ephemeral: true },
       },
     });
     const stages = programStages(ephemeral);

@@ -12,6 +12,7 @@ import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { programStages } from "../lib/pipeline/graph";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { riskPolicy } from "../lib/pipeline/schema";
 import { planProgram, ProgramError } from "../lib/cli/plan/harness";
 import {
   planChain,
@@ -171,7 +172,7 @@ describe("the pipeline and cluster-setup's identities", () => {
     cognitoApproverGroups: [
       ...new Set([
         ...pipeline.stages.flatMap((s) => (s.kind === "gate" ? s.approvers : [])),
-        ...Object.values(pipeline.environments).flatMap((e) => e.destructiveChangeApprovers),
+        ...Object.values(pipeline.environments).flatMap((e) => riskPolicy(e).deciders),
       ]),
     ],
   } as unknown as ClusterSetup;

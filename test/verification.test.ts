@@ -24,7 +24,7 @@ import { validatePipeline } from "../lib/pipeline/validate";
 import { withExtraProgram } from "./kargo-support";
 
 const pipeline = validatePipeline(definition);
-const kinds: AnalysisTemplateKind[] = ["update", "preview", "protectedPreview"];
+const kinds: AnalysisTemplateKind[] = ["update", "preview"];
 const metricsOf = (kind: AnalysisTemplateKind, p: Pipeline = pipeline) =>
   analysisTemplateSpec(p, kind).metrics!;
 const metrics = (p: Pipeline = pipeline) => kinds.flatMap((k) => metricsOf(k, p));
@@ -67,18 +67,10 @@ it("has each program stage look for its own program's operation on its environme
     });
 });
 
-it("verifies with one Job per check, each saying which: the operation, and a protected preview's deletes and replaces", () => {
-  const checks = (kind: AnalysisTemplateKind) => metricsOf(kind).map((m) => [m.name, envOf(m).CHECK]);
-  expect(checks("update")).toEqual([["pulumi-update", "operation"]]);
-  expect(checks("preview")).toEqual([["pulumi-preview", "operation"]]);
-  expect(checks("protectedPreview")).toEqual([
-    ["pulumi-preview", "operation"],
-    ["no-deletes", "delete"],
-    ["no-replaces", "replace"],
-  ]);
-  for (const kind of kinds)
-    for (const m of metricsOf(kind))
-      expect(envOf(m).OPERATION).toBe(kind === "update" ? "update" : "preview");
+it("verifies with one Job per template: the operation, and for a preview what its stage says stops it", () => {
+  expect(metricsOf("update").map((m) => m.name)).toEqual(["pulumi-update"]);
+  expect(metricsOf("preview").map((m) => m.name)).toEqual(["pulumi-preview"]);
+  for (const kind of kinds) for (const m of metricsOf(kind)) expect(envOf(m).OPERATION).toBe(kind);
 });
 
 it("runs the committed script from the verification ConfigMap with node, in the pinned image", () => {
@@ -144,8 +136,16 @@ it("hands each Job the stage's stack and the pipeline's settings in its env, and
         PULUMI_PROJECT: "{{args.project}}",
         PULUMI_STACK: "{{args.stack}}",
         COMMIT: "{{args.commit}}",
-        OPERATION: kind === "update" ? "update" : "preview",
-        CHECK: envOf(m).CHECK,
+        OPERATION: kind,
+        PULUMI_CONSOLE_URL: "{{args.console-url}}",
+        // A preview's stop: its stage's policy (test/risk-stops.test.ts).
+        ...(kind === "preview"
+          ? {
+              STOP_ON: "{{args.stop-on}}",
+              DECIDERS: "{{args.deciders}}",
+              APPROVE_STAGE: "{{args.approve-stage}}",
+            }
+          : {}),
         INTERVAL: pipeline.verification.interval,
         TIMEOUT: timeout,
         PAGE_SIZE: String(pipeline.verification.pageSize),

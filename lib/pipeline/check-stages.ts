@@ -3,7 +3,7 @@
 // a destructive change on. Each returns `stage "<name>": ...` or `environment "<name>": ...` problems.
 import { ancestors } from "./graph";
 import { names } from "./names";
-import { isProtected, type EnvironmentStage, type ParsedPipeline, type Stage } from "./schema";
+import { type EnvironmentStage, type ParsedPipeline, type Stage } from "./schema";
 
 /** An environment no stage uses is a typo or a leftover; reported with the graph checks. */
 export function unusedEnvironmentProblems(p: ParsedPipeline): string[] {
@@ -62,28 +62,6 @@ export function orderProblems(stages: Stage[]): string[] {
     if (update)
       problems.push(
         `stage "${s.name}": previews environment "${s.environment}" after its update stage "${update.name}" has applied; a preview must come before its update (or beside it), never after`,
-      );
-  }
-  return problems;
-}
-
-/**
- * A protected environment needs a preview that can stop a destructive change, and someone who may let it
- * through. Run on a pipeline with no other problem, where each environment has its update stage.
- */
-export function destructiveChangeProblems(pipeline: ParsedPipeline): string[] {
-  const problems: string[] = [];
-  for (const [name, env] of Object.entries(pipeline.environments)) {
-    if (!isProtected(env)) continue;
-    const at = `environment "${name}"`;
-    const previewed = pipeline.stages.some((s) => s.kind === "preview" && s.environment === name);
-    if (!previewed)
-      problems.push(
-        `${at}: is protected, but no preview stage previews it, so nothing would stop a destructive change; add a preview stage or set protected: false`,
-      );
-    if (env.destructiveChangeApprovers.length === 0)
-      problems.push(
-        `${at}: is protected; destructiveChangeApprovers must name the Cognito groups that may approve its deletes and replaces (or set protected: false${env.ephemeral ? "" : " or ephemeral: true"})`,
       );
   }
   return problems;

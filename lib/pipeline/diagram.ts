@@ -4,13 +4,21 @@ import { stageBranch } from "./names";
 import { freightPaths } from "./promotion";
 import { runStages, upstreamOf } from "./graph";
 import { programOf } from "./stack-manifest";
-import type { Pipeline } from "./schema";
+import { riskPolicy, stopOnText, type Pipeline } from "./schema";
 
 const id = (name: string) => name.replace(/[^A-Za-z0-9]/g, "_");
 
+/** Where a preview stops its Freight and who decides: "stops on loss, privilege → qa-approvers". */
+export function stopLine(p: Pipeline, environment: string): string {
+  const policy = riskPolicy(p.environments[environment]!);
+  const what = stopOnText(policy);
+  return what === "nothing" ? "stops for nothing" : `stops on ${what} → ${policy.deciders.join(", ")}`;
+}
+
 /**
- * The pipeline as a Mermaid flowchart: gates as hexagons, each program stage with what it runs, and each
- * join (every program of an environment stage done) as a circle.
+ * The pipeline as a Mermaid flowchart: gates as hexagons, each program stage with what it runs (a preview
+ * also with where it stops its Freight and who decides), and each join (every program of an environment
+ * stage done) as a circle.
  */
 export function pipelineMermaid(p: Pipeline): string {
   const lines = [
@@ -25,7 +33,10 @@ export function pipelineMermaid(p: Pipeline): string {
     } else {
       const command = s.kind === "preview" ? "pulumi preview" : "pulumi up";
       const stack = `${programOf(p, s.program).project}/${p.environments[s.environment]!.pulumiStack}`;
-      lines.push(`  ${id(s.name)}["${s.name}<br/>${command} ${stack}<br/>branch ${stageBranch(s.name)}"]`);
+      const stop = s.kind === "preview" ? `<br/>${stopLine(p, s.environment)}` : "";
+      lines.push(
+        `  ${id(s.name)}["${s.name}<br/>${command} ${stack}${stop}<br/>branch ${stageBranch(s.name)}"]`,
+      );
     }
     const upstream = upstreamOf(s);
     if (upstream.length === 0) lines.push(`  warehouse --> ${id(s.name)}`);

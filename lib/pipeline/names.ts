@@ -10,7 +10,6 @@ export const names = {
   promotionTask: "promote-stack",
   analysis: {
     preview: "pulumi-preview",
-    protectedPreview: "pulumi-preview-protected",
     update: "pulumi-update",
   },
   /** In the Kargo project namespace: the git credentials Kargo pushes with, the token verification reads. */

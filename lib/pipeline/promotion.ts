@@ -7,7 +7,7 @@ import { isProgramStage, programStages, runStages, upstreamOf, type RunStage } f
 import { names, stackManifestFile, stageBranch, stageBranchFile } from "./names";
 import type { Pipeline } from "./schema";
 import { verificationNotice } from "./notify";
-import { analysisTemplateName } from "./verification";
+import { analysisTemplateName, policyArgValues } from "./verification";
 import { programOf } from "./stack-manifest";
 
 /**
@@ -289,11 +289,13 @@ export function stageSpec(p: Pipeline, s: RunStage): kargo.StageSpec {
     requestedFreight: requestedFreight(s),
     promotionTemplate: { spec: { steps: [{ task: { kind: "PromotionTask", name: names.promotionTask } }] } },
     verification: {
-      analysisTemplates: [{ kind: "AnalysisTemplate", name: analysisTemplateName(p, s) }],
+      analysisTemplates: [{ kind: "AnalysisTemplate", name: analysisTemplateName(s) }],
       args: [
         { name: "project", value: programOf(p, s.program).project },
         { name: "stack", value: p.environments[s.environment]!.pulumiStack },
         { name: "commit", value: freightCommit(p) },
+        // A preview's: what stops it and who lets it through (verification.ts).
+        ...policyArgValues(p, s),
       ],
       // What the notifications say of this stage's verification (notify.ts); Kargo adds them to each run.
       analysisRunMetadata: { annotations: verificationNotice(p, s) },

@@ -1,8 +1,8 @@
-// Who may move Freight by hand: per gate, the ServiceAccount its approver groups map to; per protected
-// environment, the one its destructive-change approvers map to; and every approver group, for Kargo's
-// cluster-level read. Each with exactly the verbs Kargo's API checks.
+// Who may move Freight by hand: per gate, the ServiceAccount its approver groups map to; per environment
+// that stops anything, the one its deciders map to; and every approver group, for Kargo's cluster-level
+// read. Each with exactly the verbs Kargo's API checks.
 import { environmentStages, isGate, programStages } from "./graph";
-import { isProtected, type Pipeline } from "./schema";
+import { riskPolicy, type Pipeline } from "./schema";
 
 export interface ApproverRole {
   gate: string;
@@ -44,18 +44,21 @@ export function approverRoles(p: Pipeline): ApproverRole[] {
 }
 
 /**
- * Every approver group, of gates and of destructive changes: Kargo's `api.oidc.users`, so approvers get the
+ * Every approver group, of gates and deciders of stops: Kargo's `api.oidc.users`, so approvers get the
  * cluster-level read (`kargo-user`: list projects) that opening a project in the UI or CLI takes.
  */
 export const approverGroups = (p: Pipeline): string[] =>
   [
     ...new Set([
       ...p.stages.filter(isGate).flatMap((g) => g.approvers),
-      ...Object.values(p.environments).flatMap((env) => env.destructiveChangeApprovers),
+      ...Object.values(p.environments).flatMap((env) => riskPolicy(env).deciders),
     ]),
   ].sort();
 
-export interface DestructiveChangeApproverRole {
+/** The ServiceAccount an environment's deciders map to, named for its update stage. */
+export const deciderAccount = (updateStage: string) => `decider-${updateStage}`;
+
+export interface DeciderRole {
   environment: string;
   /** The definition's update stage of the environment. */
   stage: string;
@@ -66,18 +69,21 @@ export interface DestructiveChangeApproverRole {
 }
 
 /**
- * Per protected environment: a ServiceAccount Kargo maps the destructive-change approver groups to, with
- * exactly what Kargo's manual approval of Freight for the environment's update stages (one per program) checks
- * (akuity/kargo v1.11.2 pkg/server/approve_freight_v1alpha1.go): `promote` on that Stage, and `patch` on
+ * Per environment that stops anything: a ServiceAccount Kargo maps its deciders to, with exactly what Kargo's
+ * manual approval of Freight for the environment's update stages (one per program) checks (akuity/kargo
+ * v1.11.2 pkg/server/approve_freight_v1alpha1.go): `promote` on that Stage, and `patch` on
  * `freights/status`, which the API server writes as the user (pkg/server/kubernetes/client.go). Freight names
  * are generated, so the second cannot name them; Kargo's API reaches it only through an approval, which
  * checks the first. No `create` on `promotions`: they approve, the update stage's auto-promotion promotes.
+ * One role for every class: an approval is of Freight for a Stage (api/v1alpha1/freight_types.go,
+ * `status.approvedFor` keyed by Stage name), never of a class, so a group per class could not be held apart.
  */
-export function destructiveChangeApproverRoles(p: Pipeline): DestructiveChangeApproverRole[] {
+export function deciderRoles(p: Pipeline): DeciderRole[] {
   return Object.entries(p.environments).flatMap(([environment, env]) => {
     const update = environmentStages(p).find((s) => s.kind === "update" && s.environment === environment);
-    // A protected environment with an update stage and no approvers is refused (destructiveChangeProblems).
-    if (!update || !isProtected(env)) return [];
+    const { deciders } = riskPolicy(env);
+    // An environment that stops anything with an update stage and no deciders is refused (check-risk.ts).
+    if (!update || deciders.length === 0) return [];
     const stages = programStages(p)
       .filter((s) => s.declared === update.name)
       .map((s) => s.name);
@@ -86,10 +92,7 @@ export function destructiveChangeApproverRoles(p: Pipeline): DestructiveChangeAp
         environment,
         stage: update.name,
         stages,
-        serviceAccount: claimMappedAccount(
-          `destructive-approver-${update.name}`,
-          env.destructiveChangeApprovers,
-        ),
+        serviceAccount: claimMappedAccount(deciderAccount(update.name), deciders),
         rules: [
           promoteOn(...stages),
           { apiGroups: ["kargo.akuity.io"], resources: ["freights/status"], verbs: ["patch"] },

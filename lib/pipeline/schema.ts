@@ -108,19 +108,60 @@ const program = z.strictObject({
   aws: access.optional(),
 });
 
+/**
+ * What a preview may do that stops its Freight until a person decides (kargo/verification/classify.mjs
+ * classifies each resource operation; test/risk-policy.test.ts keeps this list equal to its RISK_CLASSES):
+ * loss (a delete or replace), privilege (identity and access: IAM, KMS key policies, resource policies,
+ * grants), exposure (network reach, public access), cost (a priced resource, where it can be known).
+ */
+export const RISK_CLASSES = ["loss", "privilege", "exposure", "cost"] as const;
+export type RiskClass = (typeof RISK_CLASSES)[number];
+
+/** What a long-lived environment stops on when it does not say: what can hurt it beyond the preview's text. */
+export const DEFAULT_STOP_ON: readonly RiskClass[] = ["loss", "privilege", "exposure"];
+
+const RISK_CLASS_ALLOWED = `must be one of ${RISK_CLASSES.join(", ")}`;
+const groups = (what: string) =>
+  z.array(
+    z
+      .string({ error: `must be a Cognito group name ${what}` })
+      .min(1, `must be a Cognito group name ${what}`),
+    {
+      error: 'must be a list of Cognito group names, such as ["qa-approvers"]',
+    },
+  );
+
 const environment = z.strictObject({
   /** Pulumi stack of the promoted program this environment deploys (`<org>/<project>/<pulumiStack>`). */
   pulumiStack: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi stack name"),
-  /** Destroy the environment's resources when its update Stack is deleted. Never for long-lived ones. */
+  /**
+   * Destroy the environment's resources when its update Stack is deleted. Never for long-lived ones. An
+   * ephemeral environment stops for nothing.
+   */
   ephemeral: z.boolean().default(false),
   /**
-   * A preview that would delete or replace anything fails verification, so nothing auto-promotes into this
-   * environment's update stage until a destructive-change approver approves the Freight for it. Default:
-   * protected unless `ephemeral`.
+   * The risk classes that stop this environment's Freight at its preview until one of `deciders` approves it
+   * for the update stage. Default: DEFAULT_STOP_ON, or nothing for an ephemeral environment; `[]` stops for
+   * nothing.
    */
+  stopOn: z
+    .array(z.enum(RISK_CLASSES, { error: RISK_CLASS_ALLOWED }), {
+      error: `must be a list of classes, such as ["loss"], each one of ${RISK_CLASSES.join(", ")}`,
+    })
+    .refine((l) => new Set(l).size === l.length, "lists a class twice")
+    .optional(),
+  /** Stop every preview that changes anything, whatever its class (a production environment). */
+  stopEveryPreview: z.boolean({ error: "must be true or false" }).default(false),
+  /**
+   * Cognito groups whose members decide each stop of this environment: approving the Freight for the
+   * environment's update stage lets it through. One list for every class: Kargo approves Freight for a
+   * Stage, not for a class (docs/security-and-approvals.md).
+   */
+  deciders: groups("that decides this environment's stops").optional(),
+  /** The old name of `deciders`, from when only deletes and replaces stopped; still read, never with it. */
+  destructiveChangeApprovers: groups("that decides this environment's stops").optional(),
+  /** The old switch: `protected: false` is `stopOn: []`. Still read, never with stopOn or stopEveryPreview. */
   protected: z.boolean().optional(),
-  /** Cognito groups whose members may let a destructive change through to a protected environment. */
-  destructiveChangeApprovers: z.array(z.string().min(1)).default([]),
   /**
    * The AWS account (and region) the environment's programs act in; the cluster's own account without it.
    * Its identities there come from the kargo project (lib/pipeline/accounts.ts, check-accounts.ts).
@@ -277,6 +318,36 @@ export class PipelineError extends pulumi.RunError {
   }
 }
 
-/** Whether destructive changes to an environment stop at its preview (protected unless ephemeral). */
-export const isProtected = (env: Pipeline["environments"][string]): boolean =>
-  env.protected ?? !env.ephemeral;
+/** What stops an environment's Freight at its preview, and who lets it through. */
+export interface RiskPolicy {
+  /** The classes that stop it, in RISK_CLASSES order, or "all": every preview that changes anything. */
+  stopOn: RiskClass[] | "all";
+  /** Who decides a stop: none when nothing stops. */
+  deciders: string[];
+}
+
+type EnvironmentDefinition = Pipeline["environments"][string];
+
+/**
+ * An environment's risk policy, from its fields (the checks in check-stages.ts refuse contradictions first):
+ * an ephemeral environment, or one with `protected: false`, stops for nothing; stopEveryPreview stops on
+ * everything; otherwise stopOn, by default DEFAULT_STOP_ON. `destructiveChangeApprovers` is read as deciders.
+ */
+export function riskPolicy(env: EnvironmentDefinition): RiskPolicy {
+  if (env.ephemeral || env.protected === false) return { stopOn: [], deciders: [] };
+  const deciders = env.deciders ?? env.destructiveChangeApprovers ?? [];
+  if (env.stopEveryPreview) return { stopOn: "all", deciders };
+  const listed = env.stopOn ?? DEFAULT_STOP_ON;
+  const stopOn = RISK_CLASSES.filter((c) => listed.includes(c));
+  return { stopOn, deciders: stopOn.length > 0 ? deciders : [] };
+}
+
+/** Whether anything stops an environment's Freight at its preview. */
+export const isProtected = (env: EnvironmentDefinition): boolean => {
+  const { stopOn } = riskPolicy(env);
+  return stopOn === "all" || stopOn.length > 0;
+};
+
+/** A policy's stopOn as a word list: "every change", or "loss, privilege", or "nothing". */
+export const stopOnText = ({ stopOn }: RiskPolicy): string =>
+  stopOn === "all" ? "every change" : stopOn.length > 0 ? stopOn.join(", ") : "nothing";

@@ -1,5 +1,5 @@
 // validatePipeline: the one entry to the checks. Schema first, then every check that needs no graph order,
-// then the graph checks, then the destructive-change rules; all problems of a round are reported together,
+// then the graph checks, then the risk stops (check-risk.ts); all problems of a round are reported together,
 // as a PipelineError, before any resource is registered.
 import { accountProblems } from "./check-accounts";
 import { programProblems } from "./check-programs";
@@ -9,13 +9,8 @@ import {
   sourcePathProblems,
   stacksDirProblems,
 } from "./check-repository";
-import {
-  reservedStageNames,
-  destructiveChangeProblems,
-  orderProblems,
-  stageProblems,
-  unusedEnvironmentProblems,
-} from "./check-stages";
+import { riskPolicyFieldProblems, riskStopProblems } from "./check-risk";
+import { reservedStageNames, orderProblems, stageProblems, unusedEnvironmentProblems } from "./check-stages";
 import {
   apiUrlProblems,
   branchProblems,
@@ -59,6 +54,7 @@ export function inputProblems(p: ParsedPipeline, options: CheckOptions = {}): st
     ...environmentProblems(p, repoRoot),
     ...accountProblems(p),
     ...stageProblems(p),
+    ...riskPolicyFieldProblems(p),
   ];
 }
 
@@ -166,7 +162,7 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
       }
     }
   }
-  if (problems.length === 0) problems.push(...destructiveChangeProblems(pipeline));
+  if (problems.length === 0) problems.push(...riskStopProblems(pipeline));
   if (problems.length > 0) throw new PipelineError(problems);
   problems.push(...runStageProblems(pipeline));
   if (problems.length > 0) throw new PipelineError(problems);

@@ -1,40 +1,67 @@
 // How a stage knows its preview or update finished: the Argo Rollouts AnalysisTemplates whose Jobs poll
-// Pulumi Cloud for the operation on the promoted commit (kargo/verification/verify.mjs), and which template a
-// stage uses (protected environments' previews also fail on deletes and replaces).
+// Pulumi Cloud for the operation on the promoted commit (kargo/verification/verify.mjs), what each program
+// stage passes them (its environment's risk policy, for a preview), and where a stop is let through.
 import type * as rollouts from "../crds/generated/rollouts";
-import { programStages, type ProgramStage } from "./graph";
+import { environmentStages, programStageName, programStages, type ProgramStage } from "./graph";
 import { names } from "./names";
 import { burstToleration, DO_NOT_DISRUPT } from "./stack-manifest";
-import { isProtected, type Pipeline } from "./schema";
+import { riskPolicy, type Pipeline, type RiskPolicy } from "./schema";
 
 const seconds = (d: string) =>
   Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
 
 export type AnalysisTemplateKind = keyof typeof names.analysis;
 
-/** The template verifying a stage: previews of protected environments also stop on deletes and replaces. */
-export function analysisTemplateName(
-  p: Pick<Pipeline, "environments">,
-  s: Pick<ProgramStage, "kind" | "environment">,
-): string {
-  if (s.kind === "update") return names.analysis.update;
-  return isProtected(p.environments[s.environment]!)
-    ? names.analysis.protectedPreview
-    : names.analysis.preview;
-}
+/**
+ * The template verifying a stage: one for every preview and one for every update. What stops a preview
+ * differs per environment, so each preview stage passes its policy as args (verificationArgs) rather than
+ * naming a template of its own: one template, however many policies.
+ */
+export const analysisTemplateName = (s: Pick<ProgramStage, "kind">): string => names.analysis[s.kind];
 
 /** The AnalysisTemplates the pipeline's stages use, each once. */
 export function analysisTemplateKinds(p: Pipeline): AnalysisTemplateKind[] {
-  const used = new Set(programStages(p).map((s) => analysisTemplateName(p, s)));
+  const used = new Set(programStages(p).map((s) => analysisTemplateName(s)));
   return (Object.keys(names.analysis) as AnalysisTemplateKind[]).filter((k) => used.has(names.analysis[k]));
 }
 
 /** Where verification asks: a self-hosted Pulumi Cloud's API when one is named, otherwise Pulumi Cloud's. */
 export const pulumiApiUrl = (p: Pipeline) => p.pulumi.selfHostedApiUrl ?? p.pulumi.apiUrl;
 
-/** Operations on the stack a protected environment's preview must not contain. */
-export type DestructiveOperation = "delete" | "replace";
-export const destructiveOperations: DestructiveOperation[] = ["delete", "replace"];
+/** STOP_ON as the verification Job reads it: classes, comma-separated, "all", or "" (stops for nothing). */
+export const stopOnValue = ({ stopOn }: RiskPolicy): string => (stopOn === "all" ? "all" : stopOn.join(","));
+
+/**
+ * The Kargo stage whose Freight approval lets a stop of this program's preview through: the program's stage
+ * of its environment's update stage (check-stages.ts keeps one update stage per environment).
+ */
+export function approveStage(p: Pipeline, s: Pick<ProgramStage, "environment" | "program">): string {
+  const update = environmentStages(p).find((u) => u.kind === "update" && u.environment === s.environment)!;
+  return programStageName(update.name, s.program);
+}
+
+/** A preview template's args that carry the environment's policy, each "" (stops for nothing) by default. */
+const policyArgs = { "stop-on": "STOP_ON", deciders: "DECIDERS", "approve-stage": "APPROVE_STAGE" } as const;
+
+/**
+ * What a program stage passes its template besides the stack and commit: a preview, its environment's
+ * policy. An arg whose value is "" is left out: Kargo turns an empty value into no value, and the template's
+ * default ("") stands (akuity/kargo v1.11.2 pkg/rollouts/analysis_run_builder.go buildArgs, and
+ * pkg/rollouts/analysis_template.go mergeArgs). None of these values holds `${{`, so Kargo passes them as
+ * they are (pkg/expressions/json_templates.go EvaluateTemplate).
+ */
+export function policyArgValues(p: Pipeline, s: ProgramStage): { name: string; value: string }[] {
+  if (s.kind !== "preview") return [];
+  const policy = riskPolicy(p.environments[s.environment]!);
+  const values: Record<keyof typeof policyArgs, string> = {
+    "stop-on": stopOnValue(policy),
+    deciders: policy.deciders.join(","),
+    "approve-stage": policy.deciders.length > 0 ? approveStage(p, s) : "",
+  };
+  return Object.entries(values)
+    .filter(([, value]) => value !== "")
+    .map(([name, value]) => ({ name, value }));
+}
 
 /** The script each verification Job runs: the ConfigMap's one key, and where the Job mounts it. */
 export const verificationScriptKey = "verify.mjs";
@@ -99,14 +126,16 @@ const podFailurePolicy = {
  * as soon as it has succeeded or failed (argo-rollouts v1.9.0 metricproviders/job/job.go: the Job's Complete
  * condition is Successful, Failed is Failed). Not a web metric: Rollouts v1.9.0 counts any 2xx body that is
  * not JSON as Successful before a condition runs (metricproviders/webmetric/webmetric.go, parseResponse). A
- * protected environment's preview also fails when it would delete or replace anything: one metric per
- * check, so the AnalysisRun's message (`Metric "no-deletes" assessed Failed ...`) says which.
+ * preview also fails when it would do what its environment stops on (STOP_ON), naming DECIDERS and the
+ * APPROVE_STAGE that lets it through, with a link into PULUMI_CONSOLE_URL; an update fails when it did what
+ * its preview of the same commit did not show.
  */
 export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): rollouts.AnalysisTemplateSpec {
   const v = p.verification;
-  const operation = kind === "update" ? "update" : "preview";
+  const operation = kind;
   const timeout = operation === "preview" ? v.previewTimeout : v.updateTimeout;
-  const metric = (name: string, check: "operation" | DestructiveOperation) => ({
+  const policyEnv = Object.entries(policyArgs).map(([arg, env]) => ({ name: env, value: `{{args.${arg}}}` }));
+  const metric = (name: string) => ({
     name,
     initialDelay: v.initialDelay,
     // One Job per metric, which polls until it decides: one measurement, so Rollouts' measurement garbage
@@ -152,7 +181,8 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
                     { name: "PULUMI_STACK", value: "{{args.stack}}" },
                     { name: "COMMIT", value: "{{args.commit}}" },
                     { name: "OPERATION", value: operation },
-                    { name: "CHECK", value: check },
+                    { name: "PULUMI_CONSOLE_URL", value: "{{args.console-url}}" },
+                    ...(operation === "preview" ? policyEnv : []),
                     { name: "INTERVAL", value: v.interval },
                     { name: "TIMEOUT", value: timeout },
                     { name: "PAGE_SIZE", value: String(v.pageSize) },
@@ -189,10 +219,9 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
       { name: "commit" },
       { name: "api-url", value: pulumiApiUrl(p) },
       { name: "organization", value: p.pulumi.organization },
+      { name: "console-url", value: p.pulumi.consoleUrl },
+      ...(operation === "preview" ? Object.keys(policyArgs).map((name) => ({ name, value: "" })) : []),
     ],
-    metrics: [
-      metric(`pulumi-${operation}`, "operation"),
-      ...(kind === "protectedPreview" ? destructiveOperations.map((op) => metric(`no-${op}s`, op)) : []),
-    ],
+    metrics: [metric(`pulumi-${operation}`)],
   };
 }

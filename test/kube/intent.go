@@ -19,10 +19,7 @@ import (
 // config as the offline plan configures cluster-setup.
 type intent struct {
 	Pipeline struct {
-		Project      string `json:"project"`
-		Environments map[string]struct {
-			DestructiveChangeApprovers []string `json:"destructiveChangeApprovers"`
-		} `json:"environments"`
+		Project  string `json:"project"`
 		Programs []struct {
 			Name string `json:"name"`
 		} `json:"programs"`
@@ -35,10 +32,11 @@ type intent struct {
 	} `json:"pipeline"`
 	// kargoStages is what each declared stage is in Kargo, and kargoOrder every Stage of the plan, declared
 	// stage by declared stage (kargoStagesOf).
-	kargoStages           map[string]kargoStage
-	kargoOrder            []string
-	ProtectedEnvironments []string `json:"protectedEnvironments"`
-	Stacks                struct {
+	kargoStages map[string]kargoStage
+	kargoOrder  []string
+	// Deciders are, per environment, the groups that decide its stops (none when it stops for nothing).
+	Deciders map[string][]string `json:"deciders"`
+	Stacks   struct {
 		Namespace      string   `json:"namespace"`
 		ServiceAccount string   `json:"serviceAccount"`
 		Environments   []string `json:"environments"`

@@ -4,7 +4,7 @@
 import { clusterSetupConfigSchema } from "../../cluster-setup/config";
 import { pipeline } from "../../kargo/pipeline";
 import { readStackConfig } from "../../lib/cli/plan/projects";
-import { isProtected } from "../../lib/pipeline/schema";
+import { riskPolicy } from "../../lib/pipeline/schema";
 import { validatePipeline } from "../../lib/pipeline/validate";
 
 const values = Object.fromEntries(
@@ -17,7 +17,11 @@ const p = validatePipeline(pipeline);
 process.stdout.write(
   JSON.stringify({
     pipeline: p,
-    protectedEnvironments: Object.keys(p.environments).filter((env) => isProtected(p.environments[env]!)),
+    // Who decides each environment's stops, as the definition reads (its old field names included); none
+    // when it stops for nothing.
+    deciders: Object.fromEntries(
+      Object.entries(p.environments).map(([env, e]) => [env, riskPolicy(e).deciders]),
+    ),
     stacks: {
       namespace: setup.stacksNamespace,
       serviceAccount: setup.stackServiceAccount,

@@ -152,8 +152,8 @@ var writeVerbs = []string{"create", "update", "patch", "delete"}
 // Stage of a preview or update stage, joins.
 func kargoStageNames(w intent) []string { return w.kargoOrder }
 
-// gatesOf are the gates group g approves; updatesOf every program's Stage of the update stages of protected
-// environments whose destructive changes g approves (never a join: nothing is promoted into it).
+// gatesOf are the gates group g approves; updatesOf every program's Stage of the update stages of the
+// environments whose stops g decides (never a join: nothing is promoted into it).
 func gatesOf(w intent, g string) []string {
 	var out []string
 	for _, s := range w.Pipeline.Stages {
@@ -167,8 +167,7 @@ func gatesOf(w intent, g string) []string {
 func updatesOf(w intent, g string) []string {
 	var out []string
 	for _, s := range w.Pipeline.Stages {
-		env := w.Pipeline.Environments[s.Environment]
-		if s.Kind == "update" && slices.Contains(w.ProtectedEnvironments, s.Environment) && slices.Contains(env.DestructiveChangeApprovers, g) {
+		if s.Kind == "update" && slices.Contains(w.Deciders[s.Environment], g) {
 			out = append(out, w.kargoStages[s.Name].Promoted...)
 		}
 	}
@@ -210,7 +209,7 @@ func columns() []column {
 				if len(gates) == 0 {
 					return nil, nil
 				}
-				// The gate role's `create promotions` with the destructive-change role's `promote` on the
+				// The gate role's `create promotions` with the decider role's `promote` on the
 				// update stage: neither role alone promotes there.
 				return append(gates, updates...), updates
 			},

@@ -1,0 +1,137 @@
+// Hostile and careless risk policies: each is refused with a message naming the environment's field and what
+// is allowed, as a PipelineError (what `pulumi up` prints alone), before any resource is registered.
+import { describe, expect, it } from "vitest";
+import { RISK_CLASSES, type PipelineInput } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { base, escaped, expectRefused, firstEnv, linesOf, problemsOf } from "./pipeline-support";
+
+type EnvironmentInput = PipelineInput["environments"][string];
+/** kargo/pipeline.ts with the first environment's fields replaced (`undefined` removes one). */
+const withFirstEnv = (fields: Partial<Record<keyof EnvironmentInput | "stopsOn", unknown>>): PipelineInput =>
+  ({
+    ...base,
+    environments: {
+      ...base.environments,
+      [firstEnv]: Object.fromEntries(
+        Object.entries({ ...base.environments[firstEnv], ...fields }).filter(([, v]) => v !== undefined),
+      ),
+    },
+  }) as PipelineInput;
+const at = escaped(`environments.${firstEnv}`);
+const allowed = escaped(`must be one of ${RISK_CLASSES.join(", ")}`);
+
+describe("hostile risk policies", () => {
+  const cases: [string, PipelineInput, RegExp][] = [
+    [
+      "a class that does not exist",
+      withFirstEnv({ stopOn: ["loss", "danger"] }),
+      new RegExp(`${at}\\.stopOn\\.1: ${allowed}`),
+    ],
+    [
+      "a class in another case",
+      withFirstEnv({ stopOn: ["Loss"] }),
+      new RegExp(`${at}\\.stopOn\\.0: ${allowed}`),
+    ],
+    [
+      "stopOn as one string",
+      withFirstEnv({ stopOn: "loss" }),
+      new RegExp(
+        `${at}\\.stopOn: must be a list of classes, such as \\["loss"\\], each one of loss, privilege, exposure, cost`,
+      ),
+    ],
+    [
+      "a class listed twice",
+      withFirstEnv({ stopOn: ["loss", "loss"] }),
+      new RegExp(`${at}\\.stopOn: lists a class twice`),
+    ],
+    [
+      "stopEveryPreview as a string",
+      withFirstEnv({ stopEveryPreview: "yes" }),
+      new RegExp(`${at}\\.stopEveryPreview: must be true or false`),
+    ],
+    [
+      "an empty decider group",
+      withFirstEnv({ deciders: [""] }),
+      new RegExp(`${at}\\.deciders\\.0: must be a Cognito group name`),
+    ],
+    [
+      "deciders as one string",
+      withFirstEnv({ deciders: "dev-approvers" }),
+      new RegExp(`${at}\\.deciders: must be a list of Cognito group names, such as \\["qa-approvers"\\]`),
+    ],
+    ["a misspelt field", withFirstEnv({ stopsOn: ["loss"] }), new RegExp(`${at}: .*stopsOn`)],
+    [
+      "both deciders and their old name",
+      withFirstEnv({ destructiveChangeApprovers: ["dev-approvers"] }),
+      new RegExp(
+        `${at}: has both deciders and destructiveChangeApprovers \\(its old name\\); keep deciders only`,
+      ),
+    ],
+    [
+      "stopEveryPreview beside stopOn",
+      withFirstEnv({ stopEveryPreview: true }),
+      new RegExp(
+        `${at}\\.stopOn: stopEveryPreview already stops every preview that changes anything; remove stopOn`,
+      ),
+    ],
+    [
+      "the old protected switch beside stopOn",
+      withFirstEnv({ protected: false }),
+      new RegExp(
+        `${at}\\.protected: is the old switch and cannot be read beside stopOn or stopEveryPreview; remove it \\(protected: false is stopOn: \\[\\]\\)`,
+      ),
+    ],
+    [
+      "an ephemeral environment that stops",
+      withFirstEnv({ ephemeral: true }),
+      new RegExp(
+        `${at}: is ephemeral, and an ephemeral environment stops for nothing; remove stopOn: \\[[a-z, ]+\\], or set ephemeral: false`,
+      ),
+    ],
+    [
+      "an ephemeral environment that stops every preview",
+      withFirstEnv({ ephemeral: true, stopOn: undefined, stopEveryPreview: true }),
+      new RegExp(
+        `${at}: is ephemeral, and an ephemeral environment stops for nothing; remove stopEveryPreview: true, or set ephemeral: false`,
+      ),
+    ],
+    [
+      "an ephemeral environment protected the old way",
+      withFirstEnv({ ephemeral: true, stopOn: undefined, protected: true }),
+      new RegExp(
+        `${at}: is ephemeral, and an ephemeral environment stops for nothing; remove protected: true, or set ephemeral: false`,
+      ),
+    ],
+  ];
+  it.each(cases)("refuses %s", (_, input, message) => expectRefused(input, message));
+
+  it("names each problem once, on the field, and every allowed class", () => {
+    const lines = linesOf(problemsOf(withFirstEnv({ stopOn: ["danger"] })));
+    expect(lines).toEqual([
+      `environments.${firstEnv}.stopOn.0: must be one of loss, privilege, exposure, cost`,
+    ]);
+  });
+
+  const valid: [string, PipelineInput][] = [
+    ["every class", withFirstEnv({ stopOn: [...RISK_CLASSES] })],
+    ["no class, and no deciders", withFirstEnv({ stopOn: [], deciders: undefined })],
+    ["stopEveryPreview", withFirstEnv({ stopOn: undefined, stopEveryPreview: true })],
+    [
+      "an ephemeral environment with no policy",
+      withFirstEnv({ ephemeral: true, stopOn: undefined, deciders: undefined }),
+    ],
+    [
+      "an ephemeral environment that says stopOn: []",
+      withFirstEnv({ ephemeral: true, stopOn: [], deciders: undefined }),
+    ],
+    [
+      "the old fields alone",
+      withFirstEnv({ stopOn: undefined, deciders: undefined, destructiveChangeApprovers: ["dev-approvers"] }),
+    ],
+    [
+      "the old protected: false alone",
+      withFirstEnv({ stopOn: undefined, deciders: undefined, protected: false }),
+    ],
+  ];
+  it.each(valid)("accepts %s", (_, input) => expect(() => validatePipeline(input)).not.toThrow());
+});
