@@ -9,6 +9,7 @@ import { environmentStages, programStages, runStages } from "../lib/pipeline/gra
 import { freightLinks, stageLinks, stageSpec } from "../lib/pipeline/promotion";
 import { approverGroups, approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { pipelineMermaid } from "../lib/pipeline/diagram";
+import { RISK_CLASSES as CLASSIFIED } from "../kargo/verification/classify.mjs";
 import { analysisTemplateKinds } from "../lib/pipeline/verification";
 import { DEFAULT_STOP_ON, RISK_CLASSES, type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -83,6 +84,11 @@ const stopsNothing = (p: ReturnType<typeof validatePipeline>) =>
   p.programs.map((x) => ({ program: x.name, template: "pulumi-preview", policy: {} }));
 
 describe("what stops each environment's Freight", () => {
+  it("offers exactly the classes the classifier gives, in its order", () => {
+    // The pipeline library imports nothing of the kargo project, so it keeps its own list; this holds them equal.
+    expect([...RISK_CLASSES]).toEqual([...CLASSIFIED]);
+  });
+
   it("tells each preview what its environment stops on, who decides and which update stage they approve", () => {
     for (const env of previewed) {
       const declared = definition.environments[env.name]!;
