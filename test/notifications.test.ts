@@ -11,7 +11,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { programStages } from "../lib/pipeline/graph";
 import { notifyKeys, verificationNotice } from "../lib/pipeline/notify";
 import { stageSpec } from "../lib/pipeline/promotion";
-import { isProtected } from "../lib/pipeline/schema";
+import { isProtected, riskPolicy } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { planError, planProject } from "./helpers";
 
@@ -110,7 +110,9 @@ describe("what each stage's verification runs carry for the messages", () => {
       expect(notice[notifyKeys.stage]).toBe(s.name);
       const env = pipeline.environments[s.environment]!;
       if (s.kind === "preview" && isProtected(env)) {
-        expect(notice[notifyKeys.approvers]).toBe((env.destructiveChangeApprovers ?? []).join(", "));
+        // The environment's deciders (its old destructiveChangeApprovers included), never none.
+        expect(notice[notifyKeys.approvers]).toBe(riskPolicy(env).deciders.join(", "));
+        expect(notice[notifyKeys.approvers]).not.toBe("");
         const update = programStages(pipeline).find((u) => u.name === notice[notifyKeys.approveStage]);
         expect(update).toMatchObject({ kind: "update", program: s.program, environment: s.environment });
       } else expect(notice).not.toHaveProperty(notifyKeys.approvers);

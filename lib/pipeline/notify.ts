@@ -3,7 +3,7 @@
 // AnalysisRun it builds, akuity/kargo v1.11.2 pkg/rollouts/analysis_run_builder.go), where Argo Rollouts'
 // notifications read them (cluster-setup/addons/notifications.ts holds the triggers and templates).
 import { programStages, runStages, type ProgramStage } from "./graph";
-import { isProtected, type Pipeline } from "./schema";
+import { isProtected, riskPolicy, type Pipeline } from "./schema";
 import { programOf } from "./stack-manifest";
 
 /** The annotation prefix of these facts: one place, read by the templates (notifyKeys) and the tests. */
@@ -66,7 +66,7 @@ export function verificationNotice(p: Pipeline, s: ProgramStage): Record<string,
     [notifyKeys.protected]: String(isProtected(env)),
     ...(guarded
       ? {
-          [notifyKeys.approvers]: (env.destructiveChangeApprovers ?? []).join(", "),
+          [notifyKeys.approvers]: riskPolicy(env).deciders.join(", "),
           [notifyKeys.approveStage]: updateAfter(p, s)?.name ?? "",
         }
       : {}),
