@@ -2,6 +2,7 @@
 // (README.md), the capacity table (this pipeline's workspaces beside the planned platform on the planned nodes)
 // and the idle-cost table (lib/cli/plan/costs.ts over every planned resource), both in
 // docs/capacity-and-cost.md, and the idle cost the README states.
+import { withoutSourceMaps } from "./plan/fast-start";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { pipeline as definition } from "../../kargo/pipeline";
@@ -47,6 +48,7 @@ export async function writeDocs(): Promise<string[]> {
 }
 
 if (require.main === module) {
+  withoutSourceMaps();
   writeDocs().then(
     (notes) => console.log(notes.join("\n")),
     (err: unknown) => {

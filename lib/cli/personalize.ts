@@ -2,6 +2,7 @@
 // own. Checks the values with the rules the programs apply (lib/forkIdentity.ts), rewrites lib/fork.ts, points
 // the example stack configs at the organization, then regenerates stacks/ and the docs (`npm run stacks`,
 // `npm run docs`) and prints every file that changed. With no option in a terminal it asks for each value.
+import { withoutSourceMaps } from "./plan/fast-start";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -180,6 +181,7 @@ export async function personalize(io: PersonalizeIO): Promise<number> {
 }
 
 if (require.main === module) {
+  withoutSourceMaps();
   personalize({
     args: process.argv.slice(2),
     input: process.stdin,

@@ -1,13 +1,12 @@
 // `npm run plan [-- --out DIR] [--project NAME] [--config FILE] [--resource NAME]`: the three programs under
 // the mock runtime. `--diff REF [--format text|markdown|json]`: what changes from REF (lib/cli/plan/diff-run.ts).
+import { withoutSourceMaps } from "./plan/fast-start";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { BadRefError, BasePlanError, planDiff } from "./plan/diff-run";
-import { formats, type Format } from "./plan/diff-format";
-import { ProgramError } from "./plan/harness";
-import { describeResource, summarize, writePlan } from "./plan/output";
-import { planChain, projectOrder, type ProjectName } from "./plan/projects";
+import { formats, projectOrder, type Format, type ProjectName } from "./plan/options";
+
+withoutSourceMaps();
 
 const usage = `usage: npm run plan -- [--out DIR] [--project ${projectOrder.join("|")}] [--config FILE] [--resource NAME] [--diff REF [--format ${formats.join("|")}]]`;
 
@@ -47,6 +46,16 @@ async function main(): Promise<number> {
     console.error(`--config: ${args.config} does not exist (or is not a file)\n${usage}`);
     return 2;
   }
+  // The SDKs and the programs load only once the arguments are known to be good. (`require`, as the tools
+  // run as CommonJS: tsx hands an `import()` to Node's ES module loader, which transforms each file again.)
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { BadRefError, BasePlanError, planDiff } =
+    require("./plan/diff-run") as typeof import("./plan/diff-run");
+  const { ProgramError } = require("./plan/harness") as typeof import("./plan/harness");
+  const { describeResource, summarize, writePlan } =
+    require("./plan/output") as typeof import("./plan/output");
+  const { planChain } = require("./plan/projects") as typeof import("./plan/projects");
+  /* eslint-enable @typescript-eslint/no-require-imports */
   try {
     if (args.diff !== undefined) {
       console.log(

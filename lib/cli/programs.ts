@@ -2,6 +2,7 @@
 // their update stages, as JSON, for the workflows. preview.yml previews each program whose files a pull
 // request changes (`--changed` reads the changed paths, one a line, on stdin) against one environment's stack
 // (`--environment`); drift.yml previews each update stage's stack at the commit it last promoted.
+import { withoutSourceMaps } from "./plan/fast-start";
 import * as fs from "node:fs";
 import { parseArgs } from "node:util";
 import { pipeline as definition } from "../../kargo/pipeline";
@@ -143,4 +144,7 @@ function main(args: string[]): number {
   }
 }
 
-if (require.main === module) process.exitCode = main(process.argv.slice(2));
+if (require.main === module) {
+  withoutSourceMaps();
+  process.exitCode = main(process.argv.slice(2));
+}

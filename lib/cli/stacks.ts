@@ -1,8 +1,11 @@
 // `npm run stacks`: writes stacks/<stage>.yaml from kargo/pipeline.ts (lib/pipeline/stacks.ts renders them).
+import { withoutSourceMaps } from "./plan/fast-start";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { PipelineError } from "../pipeline/schema";
 import { writeStacks } from "../pipeline/stacks";
 import { validatePipeline } from "../pipeline/validate";
+
+withoutSourceMaps();
 
 try {
   const { written, removed, leftAlone } = writeStacks(validatePipeline(definition));

@@ -11,6 +11,7 @@ import {
 } from "./diff";
 import type { PromotedProgram } from "./diff-program";
 import { show, type Finding, type ReviewSummary } from "./diff-summary";
+import { formats, type Format } from "./options";
 
 export interface PolicyViolation {
   policy: string;
@@ -33,8 +34,7 @@ export interface DiffReport {
   unplanned?: PromotedProgram[];
 }
 
-export const formats = ["text", "markdown", "json"] as const;
-export type Format = (typeof formats)[number];
+export { formats, type Format };
 
 const sign: Record<ChangeKind, string> = { add: "+", remove: "-", replace: "+-", update: "~" };
 const verb: Record<ChangeKind, string> = {

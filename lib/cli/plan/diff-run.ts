@@ -46,7 +46,9 @@ function readPlans(dir: string): ProjectPlan[] {
     .map((file) => JSON.parse(fs.readFileSync(file, "utf8")) as ProjectPlan);
 }
 
-const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
+/** Runs a TypeScript command of a tree: Node with tsx's loader, as the plan itself runs (no tsx launcher). */
+const tsx = (script: string, args: string[], cwd: string, signal: AbortSignal) =>
+  run(process.execPath, ["--import", "tsx", script, ...args], { cwd, maxBuffer: 256 * 1024 * 1024, signal });
 
 /** What each side of the diff plans: its projects' and programs' plans, and the programs it cannot plan. */
 interface TreePlan {
@@ -62,7 +64,7 @@ async function refPrograms(tree: string, ref: string, signal: AbortSignal): Prom
   const cli = path.join(tree, "lib", "cli", "programs.ts");
   if (fs.existsSync(cli)) {
     try {
-      const { stdout } = await run(tsx, [cli], { cwd: tree, maxBuffer: 64 * 1024 * 1024, signal });
+      const { stdout } = await tsx(cli, [], tree, signal);
       return (JSON.parse(stdout) as { programs: PromotedProgram[] }).programs;
     } catch (err) {
       const e = err as { stderr?: string; message: string };
@@ -94,15 +96,13 @@ async function planRef(
       (f) => fs.existsSync(f),
     );
     if (!cli) throw new BasePlanError(`plan of ${request.ref} failed: it has no lib/cli/plan.ts`);
-    const args = [cli, "--out", out];
+    const args = ["--out", out];
     if (request.project) args.push("--project", request.project);
     if (request.configFile)
       args.push("--config", path.join(tree, path.relative(repoRoot, request.configFile)));
-    const planned = run(tsx, args, { cwd: tree, maxBuffer: 256 * 1024 * 1024, signal }).catch(
-      (err: { stderr?: string; message: string }) => {
-        throw new BasePlanError(`plan of ${request.ref} failed: ${(err.stderr || err.message).trim()}`);
-      },
-    );
+    const planned = tsx(cli, args, tree, signal).catch((err: { stderr?: string; message: string }) => {
+      throw new BasePlanError(`plan of ${request.ref} failed: ${(err.stderr || err.message).trim()}`);
+    });
     // Both run before the worktree goes, whichever fails; the plan's failure is the one to report.
     const [plan, listed] = await Promise.allSettled([planned, refPrograms(tree, request.ref, signal)]);
     if (plan.status === "rejected") throw plan.reason;

@@ -1,3 +1,4 @@
+import { compileDependenciesDirectly, withoutSourceMaps } from "./fast-start";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 // The mock runtime's monitor and the runtime settings are not re-exported from the package root.
@@ -195,6 +196,9 @@ function requireFresh(entry: string): unknown {
   if (!require.extensions[".ts"]) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- tsx's CommonJS hook has no ESM entry
     (require("tsx/cjs/api") as { register(): void }).register();
+    // Registering turns source maps back on and replaces the loader (fast-start.ts).
+    withoutSourceMaps();
+    compileDependenciesDirectly();
   }
   const repoRoot = path.resolve(__dirname, "..", "..", "..");
   for (const file of Object.keys(require.cache)) {
@@ -243,6 +247,12 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
   settings._reset();
   await pulumi.runtime.setMocks(mocks, options.project, options.stack, false);
   const monitor = new RecordingMonitor(mocks);
+  const sourceMaps = withoutSourceMaps();
+  // The SDK takes a stack trace of every promise it makes, for a leak report the mock runtime never prints
+  // (pulumi/pulumi v3.270.0 sdk/nodejs/runtime/debuggable.ts): a tenth of the plan. The plan reports a program's
+  // error by its message, so the program runs with empty traces.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   settings.setMockOptions(monitor, options.project, options.stack, false);
   setStackConfig(options.config, options.secretKeys ?? []);
 
@@ -268,6 +278,9 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
     await settings.waitForRPCs();
   } catch (err) {
     failure ??= err;
+  } finally {
+    process.setSourceMapsEnabled(sourceMaps);
+    Error.stackTraceLimit = stackTraceLimit;
   }
   const resources = monitor.registrations.filter((r) => r.type !== "pulumi:pulumi:Stack");
   if (failure !== undefined) throw new ProgramError(options.project, failure, resources);

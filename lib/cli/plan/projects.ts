@@ -6,9 +6,9 @@ import type { UpstreamStack } from "./mocks";
 
 export const repoRoot = path.resolve(__dirname, "..", "..", "..");
 
-/** The chained projects in deployment order; each reads the one before it through a StackReference. */
-export const projectOrder = ["cluster", "cluster-setup", "kargo"] as const;
-export type ProjectName = (typeof projectOrder)[number];
+import { projectOrder, type ProjectName } from "./options";
+
+export { projectOrder, type ProjectName };
 
 /** Secret config the plan supplies when a stack file cannot (it never holds plaintext secrets). */
 export const PLACEHOLDER_SECRET = "plan-placeholder-secret-value";
