@@ -235,7 +235,7 @@ describe("GitHub workflows", () => {
     const unknown = ["nowhere", "nowhere-else"].find((e) => !(e in pipeline.environments))!;
     expect(() => report(everyProgram, unknown)).toThrow(`--environment: "${unknown}" is not an environment`);
     fs.rmSync(bin, { recursive: true, force: true });
-  }, 60_000);
+  });
 
   it("npm run programs reports a pipeline mistake without a stack trace, with exit status 1", async () => {
     // A copy of what the command reads, with a stage that names an upstream that does not exist.

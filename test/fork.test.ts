@@ -156,7 +156,6 @@ describe("a fork", () => {
       .flatMap((s) => programs.map((x) => programStageName(s.name, x.name)));
   const node = (args: string[]) => run(process.execPath, ["--import", "tsx", ...args], { cwd: copy });
   let personalized: { stdout: string; stderr: string };
-  let personalizeSeconds: number;
 
   beforeAll(async () => {
     // The repository as a fresh clone has it, sharing node_modules.
@@ -178,7 +177,6 @@ describe("a fork", () => {
     doc.addIn(["config", "cluster-setup:cognitoApproverGroups"], group);
     fs.writeFileSync(setupExample, doc.toString({ flowCollectionPadding: false }));
 
-    const started = Date.now();
     personalized = await node([
       "lib/cli/personalize.ts",
       "--github-repo",
@@ -186,8 +184,7 @@ describe("a fork", () => {
       "--pulumi-org",
       other.pulumiOrg,
     ]);
-    personalizeSeconds = (Date.now() - started) / 1000;
-  }, 120_000);
+  });
   afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 
   it("personalizes with other values, saying what changed", () => {
@@ -201,7 +198,6 @@ describe("a fork", () => {
       expect(changed?.split(/, |: /), stage).toContain(
         `${definition.stacks.dir ?? "stacks"}/${stackManifestFile(stage)}`,
       );
-    expect(personalizeSeconds, "personalize takes").toBeLessThan(60);
   });
 
   it("plans with nothing of this repository's identity left, and its own everywhere", async () => {
@@ -221,7 +217,7 @@ describe("a fork", () => {
     const gone = programStagesOf(definition, removed);
     expect(gone.length).toBeGreaterThan(0);
     for (const stage of gone) expect(kargo).not.toContain(`stage/${stage}"`);
-  }, 60_000);
+  });
 
   it("passes the pipeline's tests", async () => {
     const vitest = path.join(copy, "node_modules", ".bin", "vitest");
@@ -231,7 +227,7 @@ describe("a fork", () => {
     );
     expect("failed" in result ? `${result.stdout}\n${result.stderr}` : "", "the fork's tests").toBe("");
     expect(result.stdout).not.toMatch(/skipped/);
-  }, 120_000);
+  });
 });
 
 describe("a fork adding a program", () => {
@@ -284,7 +280,7 @@ describe("a fork adding a program", () => {
     const out = path.join(copy, "plan-out");
     await node(["lib/cli/plan.ts", "--project", "kargo", "--out", out]);
     kargo = JSON.parse(fs.readFileSync(path.join(out, "kargo", "resources.json"), "utf8")).resources;
-  }, 120_000);
+  });
   afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 
   it("gets a Stack manifest per environment stage, running its folder on its stack there", () => {

@@ -1,34 +1,24 @@
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import YAML from "yaml";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PLACEHOLDER_SECRET, projectOrder, repoRoot } from "../lib/cli/plan/projects";
-
-const run = promisify(execFile);
-const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
+import { runPlan, sharedPlan, type SharedPlan } from "./shared-plan";
 
 /** Runs `npm run plan -- ARGS` the way a user would (through tsx), returning its exit code and output. */
-async function plan(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(tsx, [path.join(repoRoot, "lib/cli/plan.ts"), ...args], {
-      cwd: repoRoot,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const plan = (...args: string[]) => runPlan(args, repoRoot);
 
 describe("npm run plan", () => {
-  const out = fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
-  let result: Awaited<ReturnType<typeof plan>>;
+  // `npm run plan -- --out DIR` of the example, run once for the suite (test/shared-plan.ts).
+  let result: SharedPlan;
+  let out: string;
   beforeAll(async () => {
-    result = await plan("--out", out);
+    result = await sharedPlan();
+    out = result.dir;
   });
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
+  afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
   it("plans every project and exits 0, warning only of optional keys the example leaves unset", () => {
     // The example stack files cannot hold a secret; an optional one left unset is worth a warning.
@@ -169,7 +159,7 @@ describe("npm run plan", () => {
   });
 
   it("exits non-zero naming the key when the config is bad", async () => {
-    const bad = path.join(out, "Pulumi.bad.yaml");
+    const bad = path.join(scratch, "Pulumi.bad.yaml");
     fs.writeFileSync(bad, "config:\n  aws:region: us-west-2\n  cluster:availabilityZoneCount: 1\n");
     const failed = await plan("--project", "cluster", "--config", bad);
     expect(failed.code).toBe(1);
@@ -187,7 +177,7 @@ describe("npm run plan", () => {
   });
 
   it("reports a --config file that does not exist as missing, planning nothing", async () => {
-    const missing = path.join(out, "Pulumi.nowhere.yaml");
+    const missing = path.join(scratch, "Pulumi.nowhere.yaml");
     const result = await plan("--project", "cluster", "--config", missing);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`--config: ${missing} does not exist`);
@@ -198,7 +188,7 @@ describe("npm run plan", () => {
     const unknownProject = await plan("--project", "clusters");
     expect(unknownProject.code).toBe(2);
     expect(unknownProject.stderr).toMatch(/--project must be one of cluster/);
-    const unknownOption = await plan("--outdir", out);
+    const unknownOption = await plan("--outdir", scratch);
     expect(unknownOption.code).toBe(2);
     expect(unknownOption.stderr).toMatch(/usage: npm run plan/);
   });
