@@ -4,6 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { karpenter } from "../lib/crds";
 import { HelmAddon, mergeValues, type AddonSpec, type Values } from "../lib/helmAddon";
 import { irsaRole } from "../lib/irsa";
+import { NODE_AMI_RELEASE } from "../lib/nodeAmi";
 import { BURST_LABEL, BURST_TAINT } from "../lib/pipeline/stack-manifest";
 import { interruptionQueue } from "./interruptionQueue";
 import { controllerPolicy } from "./karpenterPolicy";
@@ -11,11 +12,11 @@ import { controllerPolicy } from "./karpenterPolicy";
 export { controllerPolicy, instanceProfileStatements, type ControllerPolicyArgs } from "./karpenterPolicy";
 
 /**
- * The AMI of burst nodes, pinned: an amazon-eks-ami release (awslabs/amazon-eks-ami tag v20260724), which
- * Karpenter resolves to the AL2023 EKS AMI of that release for the cluster's Kubernetes version and the
- * node's architecture. `@latest` would replace every burst node as AWS publishes AMIs.
+ * The AMI of burst nodes, pinned: the base nodes' amazon-eks-ami release (lib/nodeAmi.ts), which Karpenter
+ * resolves to the AL2023 EKS AMI of that release for the cluster's Kubernetes version and the node's
+ * architecture. `@latest` would replace every burst node as AWS publishes AMIs.
  */
-export const BURST_AMI_ALIAS = "al2023@v20260724";
+export const BURST_AMI_ALIAS = `al2023@${NODE_AMI_RELEASE}`;
 
 /** Where the controller runs, and so whom its role trusts. */
 export const KARPENTER_SERVICE_ACCOUNT = { namespace: "kube-system", name: "karpenter" };

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as eks from "@pulumi/eks";
 import * as pulumi from "@pulumi/pulumi";
+import { al2023AmiParameter } from "../lib/nodeAmi";
 import { architectureOf } from "./config";
 import { ebsCsiDriver } from "./ebsCsiDriver";
 import { accessEntryKey } from "./identity";
@@ -212,16 +213,21 @@ export class PlatformCluster extends pulumi.ComponentResource {
         nodeRole,
         subnetIds: args.privateSubnetIds,
         instanceTypes: args.nodeInstanceTypes,
-        amiType:
-          architectureOf(args.nodeInstanceTypes[0]!) === "arm64"
-            ? "AL2023_ARM_64_STANDARD"
-            : "AL2023_x86_64_STANDARD",
+        // The AL2023 EKS AMI of one pinned release (lib/nodeAmi.ts), not `.../recommended`, which each
+        // `pulumi up` would re-read and roll the nodes onto whatever AWS published last. pulumi-eks takes
+        // amiId instead of amiType (v4.3.0 nodejs/eks/nodes/nodegroup.ts, amiIdMutuallyExclusive) and writes
+        // it into the launch template; the operating system says which user data (nodeadm) it gets.
+        amiId: aws.ssm.getParameterOutput(
+          { name: al2023AmiParameter(args.kubernetesVersion, architectureOf(args.nodeInstanceTypes[0]!)) },
+          { parent: this },
+        ).value,
+        operatingSystem: eks.OperatingSystem.AL2023,
         capacityType: args.nodeCapacityType,
         diskSize: args.nodeDiskSizeGiB,
         // nodeadm sets max pods from the interfaces' address slots alone, prefix delegation or not, and
         // reserves 11 MiB of memory per pod from that figure; its maxPodsExpression sets both
         // (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go and eni_max_pods.go, since v20251007).
-        // With it pulumi-eks writes the node's user data into a launch template of the latest AL2023 EKS AMI
+        // With it pulumi-eks writes the node's user data into a launch template of the AMI above
         // (pulumi-eks v4.3.0 nodejs/eks/nodes/nodegroup.ts createMNGCustomLaunchTemplate), whose root
         // volume is gp3 (amazon-eks-ami templates/al2023/variables-default.json).
         nodeadmExtraOptions: [

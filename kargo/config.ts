@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { configFields, hostname, internetAllowList, loadConfig } from "../lib/config";
+import { ciConfigProblems, ciConfigShape } from "./ciConfig";
+import { pipeline } from "./pipeline";
 
 /** Rules per security group, by default (docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html). */
 const SECURITY_GROUP_RULE_LIMIT = 60;
@@ -116,6 +118,8 @@ export const kargoConfigSchema = z.object({
         'allowed values are "never" (the default), "pull_request" (admins merge a pull request without reviews) and "always"',
     })
     .default("never"),
+  // The CI's GitHub environments, repository variables and Pulumi Cloud OIDC trust (kargo/ciConfig.ts).
+  ...ciConfigShape,
 });
 
 const githubAppKeys = ["githubAppId", "githubAppInstallationId", "githubAppPrivateKey"] as const;
@@ -150,6 +154,8 @@ const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
       path: ["githubAdminBypass"],
       message: "must be never when kargo:githubRequiredReviews is 0: there is no review to bypass",
     });
+  for (const { path, message } of ciConfigProblems(c, Object.keys(pipeline.environments)))
+    ctx.addIssue({ code: "custom", path: [path], message });
   if (c.githubRulesets && !c.githubAdminToken)
     ctx.addIssue({
       code: "custom",
@@ -161,7 +167,14 @@ const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
 
 export const loadKargoConfig = () =>
   loadConfig(hostnameWithZone, {
-    secrets: ["gitToken", "gitReadToken", "pulumiReadToken", "githubAppPrivateKey", "githubAdminToken"],
+    secrets: [
+      "gitToken",
+      "gitReadToken",
+      "pulumiReadToken",
+      "githubAppPrivateKey",
+      "githubAdminToken",
+      "pulumiAdminToken",
+    ],
     secretCapable: ["kargoValues"],
   });
 

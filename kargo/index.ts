@@ -9,6 +9,7 @@ import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline
 import { approverGroups } from "../lib/pipeline/rbac";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { ConfigError } from "../lib/config";
+import { ciAsCode } from "./ci";
 import { githubApp, loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
@@ -134,6 +135,14 @@ export = async () => {
       "kargo:pulumiReadToken is not set: verification reads Pulumi Cloud with the operator's token",
     );
 
+  // One provider with the admin token, for the rulesets and the CI's settings, made only when one needs it.
+  let adminProvider: github.Provider | undefined;
+  const githubAdmin = () =>
+    (adminProvider ??= new github.Provider("github-admin", {
+      owner: repository.owner,
+      token: config.githubAdminToken!,
+    }));
+
   // The repository's rules as code: only a reviewed pull request changes main, only Kargo writes stage/*.
   if (config.githubRulesets) {
     const app = githubApp(config);
@@ -153,10 +162,7 @@ export = async () => {
       );
     new RepositoryRules("repository", {
       repository: repository.name,
-      provider: new github.Provider("github-admin", {
-        owner: repository.owner,
-        token: config.githubAdminToken!,
-      }),
+      provider: githubAdmin(),
       kargo: kargoIdentity,
       requiredChecks,
       review: {
@@ -166,6 +172,9 @@ export = async () => {
       },
     });
   }
+
+  // The CI's GitHub environments and variables, and Pulumi Cloud's trust of its OIDC tokens (opt-in each).
+  ciAsCode(config, repository, githubAdmin, setup.region);
 
   // Freight in seconds: GitHub tells the Warehouse about each push (polling stays as the fallback).
   const webhookUrl = pulumi.interpolate`https://${install.host}:${WEBHOOKS_LISTENER_PORT}${promotion.webhookPath}`;

@@ -6,7 +6,9 @@ import * as runtimeSettings from "@pulumi/pulumi/runtime/settings";
 import YAML from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
-import { PlanMocks } from "../lib/cli/plan/mocks";
+import { PlanMocks, planAmiId } from "../lib/cli/plan/mocks";
+import { al2023AmiParameter, NODE_AMI_RELEASE } from "../lib/nodeAmi";
+import { BURST_AMI_ALIAS } from "../cluster-setup/karpenter";
 import { readStackConfig, repoRoot } from "../lib/cli/plan/projects";
 import { EBS_CSI_DRIVER_VERSION, SNAPSHOT_CONTROLLER_VERSION } from "../cluster/config";
 import {
@@ -93,7 +95,7 @@ describe("cluster project", () => {
     );
     expect(nodes).toMatchObject({
       instanceTypes: ["t4g.medium"],
-      amiType: "AL2023_ARM_64_STANDARD",
+      operatingSystem: "AL2023",
       capacityType: "ON_DEMAND",
     });
     // The sizes of the stack config the plan runs with: a fork with more environments may give it more nodes.
@@ -106,9 +108,25 @@ describe("cluster project", () => {
     expect(nodes.nodeRole).toBe(one(plan, "aws:iam/role:Role", "platform-nodes").urn);
   });
 
-  it("picks the x86_64 AMI for x86 instance types", async () => {
+  // The AMI is the pinned release's, read from the parameter AWS never re-points (lib/nodeAmi.ts); the plan
+  // answers one AMI ID per parameter name, so the ID says which parameter was read.
+  it("runs the pinned AMI release for the cluster's Kubernetes version and the nodes' architecture", async () => {
+    const version = String(one(plan, "eks:index:Cluster").inputs.version);
+    expect(NODE_AMI_RELEASE).toMatch(/^v\d{8}$/);
+    const parameter = al2023AmiParameter(version, "arm64");
+    expect(parameter).toBe(
+      `/aws/service/eks/optimized-ami/${version}/amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-${version}-${NODE_AMI_RELEASE}/image_id`,
+    );
+    const nodes = one(plan, "eks:index:ManagedNodeGroup").inputs;
+    expect(nodes.amiId).toBe(planAmiId(parameter));
+    // amiType would make pulumi-eks refuse amiId; releaseVersion it drops with a launch template.
+    expect(nodes).not.toHaveProperty("amiType");
     const x86 = await planProject("cluster", { "cluster:nodeInstanceTypes": ["t3a.medium", "t3.medium"] });
-    expect(one(x86, "eks:index:ManagedNodeGroup").inputs.amiType).toBe("AL2023_x86_64_STANDARD");
+    expect(one(x86, "eks:index:ManagedNodeGroup").inputs.amiId).toBe(
+      planAmiId(al2023AmiParameter(version, "x86_64")),
+    );
+    // Burst nodes run the same release.
+    expect(BURST_AMI_ALIAS).toBe(`al2023@${NODE_AMI_RELEASE}`);
   });
 
   it("creates the OIDC provider, API authentication, encryption and logging", () => {

@@ -10,6 +10,7 @@ import ts from "typescript";
 import { parse as parseYaml } from "yaml";
 import { EBS_CSI_DRIVER_VERSION, SNAPSHOT_CONTROLLER_VERSION, clusterConfigSchema } from "../cluster/config";
 import { pinned } from "../lib/crds/sources";
+import { NODE_AMI_RELEASE } from "../lib/nodeAmi";
 import { VERIFICATION_IMAGE, WORKSPACE_IMAGES } from "../lib/pipeline/schema";
 
 export const root = path.resolve(__dirname, "..");
@@ -223,6 +224,7 @@ export function repositoryPins(files = repositoryFiles()): Pin[] {
     ...Object.values(WORKSPACE_IMAGES).map((image) => imagePin("lib/pipeline/schema.ts", image)),
     imagePin("lib/pipeline/schema.ts", VERIFICATION_IMAGE),
     ...clusterPins(),
+    { file: "lib/nodeAmi.ts", name: "awslabs/amazon-eks-ami", value: NODE_AMI_RELEASE, kind: "node AMI" },
     ...files.filter((f) => /^programs\/[^/]+\/Pulumi\.ya?ml$/.test(f)).flatMap(yamlProgramPins),
     ...files.filter((f) => /^(test|lib\/cli)\/[^/]+\.ts$/.test(f)).flatMap(annotatedPins),
   ];

@@ -71,6 +71,34 @@ describe("the plan diff", () => {
     expect(r.summary.cost.delta).toBeGreaterThan(0);
   });
 
+  // A cluster made before the node group had a launch template (before commit fc9b804): pulumi-eks then
+  // created no template, passed diskSize and amiType to the node group and read no AMI itself.
+  const withoutLaunchTemplate = (i: Record<string, unknown>) => {
+    for (const key of ["nodeadmExtraOptions", "amiId", "operatingSystem"]) delete i[key];
+    i.amiType = "AL2023_ARM_64_STANDARD";
+  };
+
+  it("replaces a node group that gains a launch template, as an upgrade from a version without one does", () => {
+    const before = changed(NODES, "platform-nodes", withoutLaunchTemplate);
+    const r = report(before, base);
+    const change = r.diff.projects.flatMap((p) => p.changes).find((c) => c.type === NODES);
+    expect(change?.kind).toBe("replace");
+    expect(change?.replaceReasons).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^nodeadmExtraOptions \(the node group gains a launch template\)$/),
+      ]),
+    );
+    expect(r.summary.loss.map((f) => f.name)).toContain("platform-nodes");
+    expect(renderDiff(r, "text")).toMatch(/replaced because .*gains a launch template/);
+  });
+
+  it("rolls the nodes, not the node group, when the pinned AMI moves or amiType goes with a launch template on both sides", () => {
+    const moved = changed(NODES, "platform-nodes", (i) => (i.amiId = "ami-0123456789abcdef0"));
+    expect(diffPlans(base, moved).projects.flatMap((p) => p.changes)[0]?.kind).toBe("update");
+    const typed = changed(NODES, "platform-nodes", (i) => (i.amiType = "AL2023_ARM_64_STANDARD"));
+    expect(diffPlans(typed, base).projects.flatMap((p) => p.changes)[0]?.kind).toBe("update");
+  });
+
   it("updates in place what the provider updates in place", () => {
     const after = changed(
       NODES,

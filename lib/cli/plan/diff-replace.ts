@@ -61,8 +61,49 @@ function forcesNew(type: string, path: string): boolean {
   return forceNew[type]?.includes(top) ?? false;
 }
 
-/** Why a change of these inputs replaces the resource; empty when it is an update in place. */
-export function replaceReasons(type: string, changes: PropertyChange[]): string[] {
+/**
+ * The inputs of eks:index:ManagedNodeGroup that make pulumi-eks give the node group a launch template of its
+ * own (v4.3.0 nodejs/eks/nodes/nodegroup.ts, customLaunchTemplateArgs). Gaining or losing that template
+ * replaces the aws.eks.NodeGroup (its launch_template is ForceNew); with one on both sides, diskSize moves
+ * into the template and amiType is dropped, so their changes roll the nodes onto a new template version
+ * instead of replacing the group.
+ */
+const launchTemplateInputs = [
+  "kubeletExtraArgs",
+  "bootstrapExtraArgs",
+  "bottlerocketSettings",
+  "nodeadmExtraOptions",
+  "enableIMDSv2",
+  "userData",
+  "amiId",
+  "enableEfaSupport",
+];
+const hasLaunchTemplate = (inputs: Record<string, unknown>) =>
+  launchTemplateInputs.some((k) => inputs[k] !== undefined && inputs[k] !== null);
+
+/**
+ * Why a change of these inputs replaces the resource; empty when it is an update in place. `before` and
+ * `after` are the resource's whole inputs, for the types whose replacement depends on more than one input.
+ */
+export function replaceReasons(
+  type: string,
+  changes: PropertyChange[],
+  before: Record<string, unknown> = {},
+  after: Record<string, unknown> = {},
+): string[] {
+  const top = (path: string) => path.replace(/[.[].*$/, "");
+  if (type === "eks:index:ManagedNodeGroup") {
+    const templated = hasLaunchTemplate(after);
+    if (hasLaunchTemplate(before) !== templated) {
+      const changed = changes.map((c) => top(c.path)).filter((p) => launchTemplateInputs.includes(p));
+      return [
+        ...new Set(
+          changed.map((p) => `${p} (the node group ${templated ? "gains" : "loses"} a launch template)`),
+        ),
+      ];
+    }
+    if (templated) changes = changes.filter((c) => !["diskSize", "amiType"].includes(top(c.path)));
+  }
   return [
     ...new Set(changes.filter((c) => forcesNew(type, c.path)).map((c) => c.path.replace(/\[\d+\].*$/, ""))),
   ];

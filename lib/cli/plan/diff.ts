@@ -107,7 +107,7 @@ export function diffPlans(before: ProjectPlan[], after: ProjectPlan[]): PlanDiff
         const properties = propertyChanges(was.inputs, r.inputs);
         const optionChanges = propertyChanges(was.options, r.options, "options");
         if (properties.length === 0 && optionChanges.length === 0) continue;
-        const reasons = replaceReasons(r.type, properties);
+        const reasons = replaceReasons(r.type, properties, was.inputs, r.inputs);
         changes.push({
           ...base(r),
           kind: reasons.length > 0 ? "replace" : "update",

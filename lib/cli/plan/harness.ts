@@ -15,7 +15,7 @@ import { runInPulumiStack } from "@pulumi/pulumi/runtime/stack";
 const { Struct } = require("google-protobuf/google/protobuf/struct_pb.js") as {
   Struct: { fromJavaScript(value: never): unknown };
 };
-import { PlanMocks, type UpstreamStack } from "./mocks";
+import { PLAN_ORGANIZATION, PlanMocks, type UpstreamStack } from "./mocks";
 
 // Internal runtime hooks (marked @internal, so absent from the typings) that the plan relies on.
 const settings = runtimeSettings as typeof runtimeSettings & { _reset(): void; waitForRPCs(): Promise<void> };
@@ -245,7 +245,7 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
     options.config["aws:region"] === undefined ? undefined : String(options.config["aws:region"]);
   const mocks = new PlanMocks(region, options.upstream);
   settings._reset();
-  await pulumi.runtime.setMocks(mocks, options.project, options.stack, false);
+  await pulumi.runtime.setMocks(mocks, options.project, options.stack, false, PLAN_ORGANIZATION);
   const monitor = new RecordingMonitor(mocks);
   const sourceMaps = withoutSourceMaps();
   // The SDK takes a stack trace of every promise it makes, for a leak report the mock runtime never prints
@@ -253,7 +253,7 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
   // error by its message, so the program runs with empty traces.
   const stackTraceLimit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
-  settings.setMockOptions(monitor, options.project, options.stack, false);
+  settings.setMockOptions(monitor, options.project, options.stack, false, PLAN_ORGANIZATION);
   setStackConfig(options.config, options.secretKeys ?? []);
 
   // A program that throws is caught inside the root stack, so the stack itself still completes cleanly.

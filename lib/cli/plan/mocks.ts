@@ -5,6 +5,8 @@ import type * as pulumi from "@pulumi/pulumi";
 export const PLAN_GITHUB_USER_ID = "1000001";
 
 export const PLAN_ACCOUNT_ID = "123456789012";
+/** The Pulumi Cloud organization the plan runs in (`pulumi.getOrganization()`). */
+export const PLAN_ORGANIZATION = "plan-org";
 
 /** The role the plan's `pulumi up` runs as (GetCallerIdentity answers with a session of it). */
 export const PLAN_DEPLOYER_ROLE = "platform-deployer";
@@ -33,6 +35,12 @@ const hex = (seed: string, length: number): string => {
 /** The name the plan gives a role: its own, or Pulumi's auto-name (`<resource name>-<7 hex>`). */
 export const plannedRoleName = (name: string, inputs: Record<string, unknown>): string =>
   String(inputs.name ?? `${name}-${hex(name, 7)}`);
+
+/** The numeric ID the plan answers for a GitHub user or team (`user:<login>`, `team:<slug>`), as a string. */
+export const planGithubId = (key: string): string => String(parseInt(hex(key, 7), 16));
+
+/** The AMI ID the plan answers for an EKS-optimized AMI's SSM parameter: one per parameter name. */
+export const planAmiId = (parameterName: string): string => `ami-${hex(parameterName, 17)}`;
 
 /**
  * Mocks that answer like AWS, EKS and Kubernetes would: resource ids, ARNs, subnet lists, an OIDC issuer, a
@@ -115,7 +123,20 @@ export class PlanMocks implements pulumi.runtime.Mocks {
         };
       case "github:index/getUser:getUser":
         // With username "" GitHub answers for the token's own user (the provider's github_user data source).
-        return { ...args.inputs, id: PLAN_GITHUB_USER_ID, login: args.inputs.username || "plan-token-user" };
+        return args.inputs.username
+          ? { ...args.inputs, id: planGithubId(`user:${args.inputs.username}`), login: args.inputs.username }
+          : { ...args.inputs, id: PLAN_GITHUB_USER_ID, login: "plan-token-user" };
+      case "github:index/getTeam:getTeam":
+        return { ...args.inputs, id: planGithubId(`team:${args.inputs.slug}`), name: args.inputs.slug };
+      case "aws:ssm/getParameter:getParameter": {
+        // An EKS-optimized AMI's parameter answers one AMI ID per parameter name, so the plan (and its diff)
+        // shows the node AMI move exactly when the parameter it reads does.
+        const name = String(args.inputs.name);
+        const ami = name.startsWith("/aws/service/eks/optimized-ami/") ? planAmiId(name) : undefined;
+        return ami === undefined
+          ? args.inputs
+          : { ...args.inputs, id: name, arn: name, type: "String", value: ami };
+      }
       case "aws:eks/getCluster:getCluster": {
         // The cluster the cluster project's plan made (eksCluster below), by its name.
         const issuer = `https://oidc.eks.${this.region}.amazonaws.com/id/${hex(String(args.inputs.name), 32).toUpperCase()}`;
