@@ -14,6 +14,10 @@
 //   - argocd.go: the tracking annotation Argo CD writes on what it applies (argo-cd v3.4.4
 //     util/argo/resource_tracking.go, controller/state.go), which the Stacks' admission policy reads.
 //
+// workloads_test.go starts no server: it derives every resource whose objects run a pod under a ServiceAccount
+// they name (the kinds of k8s.io/api v0.34.3 holding a PodSpec, by reflection; the pinned CRDs naming a
+// serviceAccountName) and checks cluster-setup's stackRbacRules check refuses writing each.
+//
 // corpus.go only generates inputs (each emitted object with one thing made wrong); the API server decides.
 // Every model's upstream files and their sha256 are in test/upstream-mirrors.json (test/internal/upstream).
 package kube
