@@ -38,10 +38,12 @@ function updateAfter(p: Pipeline, s: ProgramStage): ProgramStage | undefined {
 
 /**
  * The gates Freight reaches once it passed this update stage: those fed by the join of its environment stage
- * (or by the stage itself), with their approver groups, e.g. "approvalgateqa (qa-approvers)".
+ * (or by the stage itself), with their approver groups, e.g. "approvalgateqa (qa-approvers)". Only for a
+ * program no other program depends on: one of those is the environment's last to pass, so each Freight is
+ * announced once per such program, not once per program.
  */
 export function nextGates(p: Pipeline, s: ProgramStage): string[] {
-  if (s.kind !== "update") return [];
+  if (s.kind !== "update" || p.programs.some((x) => x.dependsOn.includes(s.program))) return [];
   const sources = new Set([s.name, s.declared]);
   return runStages(p)
     .filter((g) => g.kind === "gate" && g.from !== "warehouse" && g.from.some((f) => sources.has(f)))
