@@ -8,6 +8,7 @@ import { pipeline } from "../kargo/pipeline";
 import { escalation, grantableVerbs } from "./escalation";
 import { accountOf } from "../lib/pipeline/accounts";
 import { ACCOUNT_ID } from "../lib/pipeline/check-accounts";
+import { MAX_ENVIRONMENTS } from "../lib/pipeline/schema";
 
 export { escalation, grantableVerbs } from "./escalation";
 
@@ -66,7 +67,10 @@ export const clusterSetupConfigSchema = z
         z
           .array(dnsLabel)
           .min(1, "must list at least one environment")
-          .max(20, "must list at most 20 environments")
+          .max(
+            MAX_ENVIRONMENTS,
+            `must list at most ${MAX_ENVIRONMENTS} environments (lib/pipeline/schema.ts)`,
+          )
           .refine((envs) => new Set(envs).size === envs.length, { message: "must not repeat an environment" })
           .refine((envs) => !envs.includes("preview"), {
             message:

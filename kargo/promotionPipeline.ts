@@ -16,7 +16,7 @@ import {
   stageSpec,
   warehouseSpec,
 } from "../lib/pipeline/promotion";
-import { stackAdmissionPolicy } from "../lib/pipeline/admission";
+import { stackAdmission } from "../lib/pipeline/admission";
 import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { applicationSpec } from "../lib/pipeline/stack-manifest";
 import {
@@ -234,18 +234,26 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     );
 
     // Before any Stack can be synced: the API server admits a Stack only as the planned Stack of the stage
-    // whose Application applies it (lib/pipeline/admission.ts), whatever a stage branch holds.
-    const admission = stackAdmissionPolicy(p);
-    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-      admission.policy.metadata.name,
-      { metadata: admission.policy.metadata, spec: admission.policy.spec },
-      k8sOpts,
-    );
-    const bound = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-      admission.binding.metadata.name,
-      { metadata: admission.binding.metadata, spec: admission.binding.spec },
-      { ...k8sOpts, dependsOn: [policy] },
-    );
+    // whose Application applies it (lib/pipeline/admission.ts), whatever a stage branch holds. One small
+    // policy per program stage and one for every other name, so no expression grows with the pipeline.
+    const policies = new Map<string, k8s.admissionregistration.v1.ValidatingAdmissionPolicy>();
+    const bindings = stackAdmission(p).map((o) => {
+      if (o.kind === "ValidatingAdmissionPolicy") {
+        const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+          o.metadata.name,
+          { metadata: o.metadata, spec: o.spec },
+          k8sOpts,
+        );
+        policies.set(o.metadata.name, policy);
+        return undefined;
+      }
+      return new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        o.metadata.name,
+        { metadata: o.metadata, spec: o.spec },
+        { ...k8sOpts, dependsOn: [policies.get(o.spec.policyName)!] },
+      );
+    });
+    const bound = bindings.filter((b) => b !== undefined);
 
     // The plugin cache is ready before any stage can promote, so no workspace waits for its first snapshot.
     // Here, not on a stage branch: it belongs to the pipeline, not to a Freight.
@@ -272,7 +280,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           },
           {
             ...k8sOpts,
-            dependsOn: [warehouse, task, script, ...templates, ...applications, bound, ...cache],
+            dependsOn: [warehouse, task, script, ...templates, ...applications, ...bound, ...cache],
           },
         ),
       );

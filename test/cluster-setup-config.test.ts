@@ -11,6 +11,7 @@ import { workloadResources, workloadWriteVerbs } from "../cluster-setup/escalati
 import { readCrdFile } from "../lib/crds/schema";
 import { upstreamCrdsDir, validationData } from "./crds-support";
 import { planError } from "./helpers";
+import { MAX_ENVIRONMENTS } from "../lib/pipeline/schema";
 
 describe("cluster-setup rejects bad config before registering anything", () => {
   const cases: [string, Record<string, unknown>, RegExp][] = [
@@ -378,8 +379,8 @@ describe("cluster-setup's limits", () => {
   it.each([
     [{ pulumiAccessToken: "p".repeat(1001) }, /^pulumiAccessToken: Too big/],
     [
-      { stackEnvironments: many(21, (i) => `env${i}`) },
-      /^stackEnvironments: must list at most 20 environments/,
+      { stackEnvironments: many(MAX_ENVIRONMENTS + 1, (i) => `env${i}`) },
+      new RegExp(`^stackEnvironments: must list at most ${MAX_ENVIRONMENTS} environments`),
     ],
     [
       { cognitoApproverGroups: many(51, (i) => `g${i}`) },
@@ -423,7 +424,7 @@ describe("cluster-setup's limits", () => {
   it("accepts each at its limit", () => {
     for (const config of [
       { pulumiAccessToken: "p".repeat(1000) },
-      { stackEnvironments: many(20, (i) => `env${i}`) },
+      { stackEnvironments: many(MAX_ENVIRONMENTS, (i) => `env${i}`) },
       { cognitoApproverGroups: many(50, (i) => `g${i}`) },
       { cognitoApproverGroups: [`a${"b".repeat(127)}`, "qa.approvers_1"] },
       { cognitoDomainPrefix: "p".repeat(63) },

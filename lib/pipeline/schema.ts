@@ -82,6 +82,21 @@ const access = z.custom<ProgramAccess>(
   "must be { update: (scope) => statements, preview: (scope) => statements }",
 );
 
+// The size limits of a pipeline, defined here only (cluster-setup reads MAX_ENVIRONMENTS for its
+// stackEnvironments). The suite applies every planned Stack of a pipeline at these limits to a real
+// kube-apiserver with its admission policies (test/kube/largest.ts), so each is a size proven to deploy.
+/** Environments: each is an IAM role and a ServiceAccount in cluster-setup. */
+export const MAX_ENVIRONMENTS = 20;
+/** Programs: each runs in every environment stage. */
+export const MAX_PROGRAMS = 10;
+/** Stages of the definition: gates, previews and updates. */
+export const MAX_STAGES = 100;
+/**
+ * Program stages (each environment stage times each program): each is a Kargo Stage, an Argo CD Application,
+ * a PKO Stack and its admission policy. Every environment previewed and updated, with every program, fits.
+ */
+export const MAX_PROGRAM_STAGES = MAX_ENVIRONMENTS * 2 * MAX_PROGRAMS;
+
 /** Longest program name: it becomes part of each of its stages' names and PKO Stacks. */
 export const MAX_PROGRAM_NAME = 20;
 
@@ -204,7 +219,10 @@ export const pipelineSchema = z.strictObject({
    * repository; every environment stage runs every program, each only after the programs it depends on have
    * been updated to that commit in the same environment.
    */
-  programs: z.array(program).min(1, "must list at least one promoted program"),
+  programs: z
+    .array(program)
+    .min(1, "must list at least one promoted program")
+    .max(MAX_PROGRAMS, `must list at most ${MAX_PROGRAMS} programs`),
   /** Where the programs' stacks live in Pulumi Cloud: `<organization>/<program's project>/<pulumiStack>`. */
   pulumi: z.strictObject({
     organization: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Pulumi organization name"),
@@ -252,8 +270,13 @@ export const pipelineSchema = z.strictObject({
       .refine((gib) => gib === 0 || (gib >= 2 && gib <= 64), PLUGIN_CACHE_GIB_ALLOWED)
       .default(2),
   }),
-  environments: z.record(z.string(), environment),
-  stages: z.array(stage),
+  environments: z
+    .record(z.string(), environment)
+    .refine(
+      (environments) => Object.keys(environments).length <= MAX_ENVIRONMENTS,
+      `must define at most ${MAX_ENVIRONMENTS} environments`,
+    ),
+  stages: z.array(stage).max(MAX_STAGES, `must list at most ${MAX_STAGES} stages`),
   verification: z.strictObject({
     /** Wait before the first look at Pulumi Cloud. */
     initialDelay: duration.default("10s"),

@@ -77,9 +77,11 @@ export function stackManifest(p: Pipeline, s: ProgramStage) {
     // agent/pkg/server/server.go), so a preview shows what the update will do. They share the update
     // stage's Pulumi stack and must never destroy it.
     refresh: true,
-    ...(s.kind === "preview"
-      ? { preview: true, destroyOnFinalize: false }
-      : { destroyOnFinalize: env.ephemeral }),
+    // PKO never destroys for a preview Stack (v2.9.0 stack_controller.go: `!stack.DestroyOnFinalize ||
+    // stack.Preview`). No field is written as false: PKO's own updates (its finalizer) write the spec back
+    // from its Go types, whose booleans are `omitempty` (v2.9.0 operator/api/pulumi/shared/stack_types.go),
+    // so a `false` here would not survive them, and the admission policy would see a changed spec.
+    ...(s.kind === "preview" ? { preview: true } : env.ephemeral ? { destroyOnFinalize: true } : {}),
     // After a successful run the workspace pod goes; a failed one stays for its logs (v2.9.0
     // operator/internal/controller/pulumi/stack_controller.go).
     workspaceReclaimPolicy: "Delete",
@@ -198,6 +200,11 @@ export function workspacePodTemplate(p: Pipeline) {
       containers: [
         {
           name: "pulumi",
+          // What PKO's own updates write back: the pod template is a core/v1 PodSpec in its Go types
+          // (v2.9.0 operator/internal/apply/auto/v1alpha1/embeddedpodtemplatespec.go), whose container
+          // `resources` is a struct that Go's encoder writes even when empty. Without it, PKO adding its
+          // finalizer would change the spec, which the admission policy holds to the plan.
+          resources: {},
           volumeMounts: [
             { name: "pulumi-home", mountPath: WORKSPACE_PULUMI_HOME },
             ...(cache ? [{ name: "plugin-cache", mountPath: `${WORKSPACE_PULUMI_HOME}/plugins` }] : []),

@@ -21,6 +21,7 @@ import {
 import { ancestors, environmentStages, expandStages, findCycle, programStageName, upstreamOf } from "./graph";
 import { stackObjectName } from "./names";
 import {
+  MAX_PROGRAM_STAGES,
   MAX_STACK_NAME,
   PipelineError,
   dnsLabel,
@@ -176,6 +177,12 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
 function runStageProblems(pipeline: ParsedPipeline): string[] {
   // Names first: the expansion keys stages by name, so two stages of one name would read as one (a cycle
   // that is not there, or a graph that cannot be ordered at all).
+  const environmentStageCount = environmentStages(pipeline).length;
+  const count = environmentStageCount * pipeline.programs.length;
+  if (count > MAX_PROGRAM_STAGES)
+    return [
+      `stages: ${environmentStageCount} preview and update stages times ${pipeline.programs.length} programs make ${count} program stages (each a Kargo Stage, an Argo CD Application, a PKO Stack and its admission policy); at most ${MAX_PROGRAM_STAGES} are allowed: remove stages or programs`,
+    ];
   const problems: string[] = [];
   const seen = new Map<string, string>();
   const declared = new Set(pipeline.stages.map((s) => s.name));

@@ -12,7 +12,12 @@
 //     project's ServiceAccounts whose claims match (akuity/kargo v1.11.2 pkg/server/kubernetes/client.go);
 //   - intent.go: which Stages are control-flow Stages, joins (akuity/kargo v1.11.2 api/v1alpha1/stage_types.go);
 //   - argocd.go: the tracking annotation Argo CD writes on what it applies (argo-cd v3.4.4
-//     util/argo/resource_tracking.go, controller/state.go), which the Stacks' admission policy reads.
+//     util/argo/resource_tracking.go, controller/state.go), which the Stacks' admission policies read;
+//   - pko.go: the Stack PKO's finalizer updates write back, through its Go types (pulumi-kubernetes-operator
+//     v2.9.0 operator/internal/controller/pulumi/stack_controller.go, operator/api/pulumi/shared/stack_types.go).
+//
+// largest.ts hands the Go side the largest pipeline the validation allows (test/largest-pipeline.ts): its
+// admission objects and Stacks, as lib/pipeline derives them for kargo and stacks/.
 //
 // workloads_test.go starts no server: it derives every resource whose objects run a pod under a ServiceAccount
 // they name (the kinds of k8s.io/api v0.34.3 holding a PodSpec, by reflection; the pinned CRDs naming a
