@@ -10,6 +10,7 @@ import {
   type ResourceChange,
 } from "./diff";
 import type { PromotedProgram } from "./diff-program";
+import type { RiskClass } from "./diff-classes";
 import { show, type Finding, type ReviewSummary } from "./diff-summary";
 import { formats, type Format } from "./options";
 
@@ -32,6 +33,18 @@ export interface DiffReport {
   after: ProjectPlan[];
   /** Promoted programs of the working tree the offline plan does not run (diff-program.ts). */
   unplanned?: PromotedProgram[];
+  /**
+   * The promoted programs' Pulumi projects, and what stops each environment's previews of them: a program's
+   * finding says in which environments its preview would stop, and who decides there.
+   */
+  stops?: { projects: string[]; environments: EnvironmentStop[] };
+}
+
+/** An environment's risk policy, as the pipeline reads it (lib/pipeline/schema.ts riskPolicy). */
+export interface EnvironmentStop {
+  environment: string;
+  stopOn: RiskClass[] | "all";
+  deciders: string[];
 }
 
 export { formats, type Format };
@@ -67,7 +80,20 @@ function changeLines(c: ResourceChange): string[] {
 
 interface Section {
   title: string;
+  cls: RiskClass;
   findings: Finding[];
+}
+
+/**
+ * Where a promoted program's change under heading `cls` stops its Freight: each environment that stops on
+ * the class (or on every change), with its deciders. Nothing for the platform's own projects.
+ */
+function stopsLine(r: DiffReport, f: Finding, cls: RiskClass): string[] {
+  if (!r.stops?.projects.includes(f.project)) return [];
+  const where = r.stops.environments
+    .filter((e) => e.stopOn === "all" || (f.classes.includes(cls) && e.stopOn.includes(cls)))
+    .map((e) => `${e.environment} (${e.deciders.join(", ")} decide)`);
+  return [where.length > 0 ? `stops at the preview in ${where.join(", ")}` : "stops in no environment"];
 }
 
 /** Why a promoted program is not in the diff, and where its changes show instead. */
@@ -75,9 +101,10 @@ const notPlanned = (x: PromotedProgram) =>
   `${x.name} (${x.runtime}, ${x.dir}): not planned offline; its preview stages and the pull-request preview show its changes`;
 
 const sections = (s: ReviewSummary): Section[] => [
-  { title: "Exposure", findings: s.exposure },
-  { title: "Privilege", findings: s.privilege },
-  { title: "Loss", findings: s.loss },
+  { title: "Exposure", cls: "exposure", findings: s.exposure },
+  { title: "Privilege", cls: "privilege", findings: s.privilege },
+  { title: "Loss", cls: "loss", findings: s.loss },
+  { title: "Cost", cls: "cost", findings: s.cost.findings },
 ];
 
 function renderText(r: DiffReport): string {
@@ -85,16 +112,17 @@ function renderText(r: DiffReport): string {
     `Plan diff: ${r.base.ref} (${r.base.commit.slice(0, 12)}) → working tree: ${counts(r.diff)}`,
     "",
   ];
-  for (const { title, findings } of sections(r.summary)) {
-    out.push(`${title}${findings.length === 0 ? ": nothing" : ""}`);
+  const cost = r.summary.cost;
+  for (const { title, cls, findings } of sections(r.summary)) {
+    if (cls === "cost")
+      out.push(`Cost: ${signedUsd(cost.delta)} a month (${usd(cost.before)} → ${usd(cost.after)})`);
+    else out.push(`${title}${findings.length === 0 ? ": nothing" : ""}`);
     for (const f of findings) {
       const flags = f.flags.map((x) => `  !! ${x}`).join("");
       out.push(`  ${sign[f.kind]} ${f.project}: ${f.type} ${f.name}${flags}`);
-      out.push(...f.lines.map((l) => `      ${l}`));
+      out.push(...[...stopsLine(r, f, cls), ...f.lines].map((l) => `      ${l}`));
     }
   }
-  const cost = r.summary.cost;
-  out.push(`Cost: ${signedUsd(cost.delta)} a month (${usd(cost.before)} → ${usd(cost.after)})`);
   for (const l of cost.lines)
     out.push(`  ${l.item}: ${usd(l.before)} → ${usd(l.after)} (${signedUsd(l.delta)})`);
   for (const u of cost.unpriced) out.push(`  not priced: ${u}`);
@@ -143,23 +171,19 @@ function renderMarkdown(r: DiffReport): string {
     `**${counts(r.diff)}**`,
     "",
   ];
-  for (const { title, findings } of sections(r.summary)) {
+  const cost = r.summary.cost;
+  for (const { title, cls, findings } of sections(r.summary)) {
     out.push(`### ${title}`, "");
-    if (findings.length === 0) out.push("Nothing.", "");
+    if (cls === "cost")
+      out.push(`**${signedUsd(cost.delta)} a month** (${usd(cost.before)} → ${usd(cost.after)})`, "");
+    else if (findings.length === 0) out.push("Nothing.", "");
     for (const f of findings) {
       const flags = f.flags.map((x) => ` **⚠ ${md(x)}**`).join("");
       out.push(`- ${verb[f.kind]} ${code(f.type)} **${md(f.name)}** (${md(f.project)})${flags}`);
-      out.push(...f.lines.map((l) => `  - ${code(l)}`));
+      out.push(...stopsLine(r, f, cls).map((l) => `  - ${md(l)}`), ...f.lines.map((l) => `  - ${code(l)}`));
     }
     if (findings.length > 0) out.push("");
   }
-  const cost = r.summary.cost;
-  out.push(
-    `### Cost`,
-    "",
-    `**${signedUsd(cost.delta)} a month** (${usd(cost.before)} → ${usd(cost.after)})`,
-    "",
-  );
   if (cost.lines.length > 0) {
     out.push("| item | before | after | change |", "| --- | --- | --- | --- |");
     for (const l of cost.lines)

@@ -10,10 +10,11 @@ import { promisify } from "node:util";
 import YAML from "yaml";
 import { pipeline as definition } from "../../../kargo/pipeline";
 import { checkResources } from "../../../policy/offline";
+import { riskPolicy, type Pipeline } from "../../pipeline/schema";
 import { validatePipeline } from "../../pipeline/validate";
 import { programsReport } from "../programs";
 import { diffPlans, type ProjectPlan } from "./diff";
-import { renderDiff, type Format } from "./diff-format";
+import { renderDiff, type DiffReport, type Format } from "./diff-format";
 import { programPlans, type PromotedProgram } from "./diff-program";
 import { reviewSummary } from "./diff-summary";
 import { writePlan } from "./output";
@@ -124,6 +125,17 @@ async function planWorkingTree(request: DiffRequest, scratch: string): Promise<T
   return { plans: [...readPlans(out), ...plans], unplanned };
 }
 
+/** What stops each environment's previews of the promoted programs, from the working tree's pipeline. */
+export function stopsOf(p: Pipeline): NonNullable<DiffReport["stops"]> {
+  return {
+    projects: p.programs.map((x) => x.project),
+    environments: Object.entries(p.environments).map(([environment, env]) => ({
+      environment,
+      ...riskPolicy(env),
+    })),
+  };
+}
+
 /** The diff report of the working tree against `request.ref`, rendered in `request.format`. */
 export async function planDiff(request: DiffRequest): Promise<string> {
   const sha = await git(["rev-parse", "--verify", "--quiet", `${request.ref}^{commit}`]).catch(() => "");
@@ -158,6 +170,7 @@ export async function planDiff(request: DiffRequest): Promise<string> {
         before,
         after,
         unplanned: working.unplanned,
+        stops: stopsOf(validatePipeline(definition)),
       },
       request.format,
     );

@@ -1,6 +1,10 @@
 // What a plan diff means to a reviewer, under the four headings they decide on: exposure (what becomes
 // reachable from where), privilege (who or what may do what), loss (what is deleted or replaced, protected
-// first) and cost (the monthly delta of the cost model). Pure functions over a PlanDiff and its two plans.
+// first) and cost (the monthly delta of the cost model). A change is under a heading when the classifier the
+// in-cluster verification runs puts it in that class (diff-classes.ts), so a preview stops on nothing the
+// diff did not head that way; the platform's own types the classifier does not know (Argo CD, Kargo,
+// Cognito, GitHub) are headed by the rules here too. Pure functions over a PlanDiff and its two plans.
+import { classesOfChange, whyOfChange, type RiskClass } from "./diff-classes";
 import { monthlyCost, cents, type CostEstimate } from "./costs";
 import type { ChangeKind, PlanDiff, PlanResource, ProjectPlan, ResourceChange } from "./diff";
 import { policyStatements } from "./output";
@@ -15,6 +19,11 @@ export interface Finding {
   lines: string[];
   /** Short warnings a reviewer must not miss ("open to the world", "protected"). */
   flags: string[];
+  /**
+   * The change's classes as the verification's classifier gives them: what a preview with it stops on in an
+   * environment that stops on any of them.
+   */
+  classes: RiskClass[];
 }
 
 export interface CostLine {
@@ -30,6 +39,8 @@ export interface CostDelta {
   delta: number;
   lines: CostLine[];
   unpriced: string[];
+  /** The changes the classifier calls cost (new or resized billed capacity), priced or not. */
+  findings: Finding[];
 }
 
 export interface ReviewSummary {
@@ -186,7 +197,26 @@ function relevantLines(change: ResourceChange, keys: Set<string>): string[] {
 
 function finding(project: string, change: ResourceChange, lines: string[], flags: string[]): Finding {
   const { kind, urn, type, name } = change;
-  return { project, kind, urn, type, name, lines, flags };
+  return { project, kind, urn, type, name, lines, flags, classes: classesOfChange(change) };
+}
+
+/**
+ * The finding under heading `cls`: the heading's own (`of`), with the classifier's reason first when it puts
+ * the change in that class; or, when only the classifier does, its reason and the changed inputs.
+ */
+function classified(
+  cls: RiskClass,
+  of: (project: string, c: ResourceChange) => Finding | undefined,
+): (project: string, c: ResourceChange) => Finding | undefined {
+  return (project, change) => {
+    const own = of(project, change);
+    const why = whyOfChange(change, cls);
+    if (why.length === 0) return own;
+    const lines = own?.lines.length
+      ? own.lines
+      : change.properties.map((p) => `${p.path}: ${show(p.before)} → ${show(p.after)}`);
+    return finding(project, change, [...why.map((w) => `${cls}: ${w}`), ...lines], own?.flags ?? []);
+  };
 }
 
 function exposureOf(project: string, change: ResourceChange): Finding | undefined {
@@ -243,7 +273,7 @@ function lossOf(project: string, change: ResourceChange): Finding | undefined {
 const costKey = (item: string) => item.replace(/× \d+/g, "×");
 
 /** The monthly cost before and after, item by item (an item either side lacks counts as $0 there). */
-export function costDelta(before: ProjectPlan[], after: ProjectPlan[]): CostDelta {
+export function costDelta(before: ProjectPlan[], after: ProjectPlan[], findings: Finding[] = []): CostDelta {
   const a: CostEstimate = monthlyCost(before.flatMap((p) => p.resources));
   const b: CostEstimate = monthlyCost(after.flatMap((p) => p.resources));
   const keys = [...new Set([...a.items, ...b.items].map((i) => costKey(i.item)))];
@@ -267,6 +297,7 @@ export function costDelta(before: ProjectPlan[], after: ProjectPlan[]): CostDelt
     delta: cents(b.total - a.total),
     lines,
     unpriced: b.unpriced.filter((u) => !a.unpriced.includes(u)),
+    findings,
   };
 }
 
@@ -276,13 +307,13 @@ export function reviewSummary(diff: PlanDiff, before: ProjectPlan[], after: Proj
     diff.projects.flatMap((p) =>
       p.changes.map((c) => of(p.project, c)).filter((f): f is Finding => f !== undefined),
     );
-  const loss = collect(lossOf).sort(
+  const loss = collect(classified("loss", lossOf)).sort(
     (x, y) => Number(y.flags.includes("protected")) - Number(x.flags.includes("protected")),
   );
   return {
-    exposure: collect(exposureOf),
-    privilege: collect(privilegeOf),
+    exposure: collect(classified("exposure", exposureOf)),
+    privilege: collect(classified("privilege", privilegeOf)),
     loss,
-    cost: costDelta(before, after),
+    cost: costDelta(before, after, collect(classified("cost", () => undefined))),
   };
 }
