@@ -14,7 +14,7 @@ import { githubApp, loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
-import { pullRequestChecks, RepositoryRules, type KargoGitIdentity } from "./repositoryRules";
+import { pullRequestChecks, RepositoryRules, unguardedMain, type KargoGitIdentity } from "./repositoryRules";
 import { checkAgainstClusterSetup, clusterAccount, readClusterSetup } from "./upstream";
 import { AccountIdentities } from "./accounts";
 import { accountOf, namedAccounts } from "../lib/pipeline/accounts";
@@ -61,11 +61,8 @@ export = async () => {
   }
 
   const requiredChecks = pullRequestChecks(path.join(__dirname, "..", ".github", "workflows"));
-  // Without reviews the checks are all that stand between a push and main.
-  if (config.githubRulesets && config.githubRequiredReviews === 0 && requiredChecks.length === 0)
-    throw new ConfigError("kargo", [
-      "kargo:githubRequiredReviews: must be at least 1 while no pull-request workflow in .github/workflows reports a check: with neither, anything merges into main",
-    ]);
+  const unguarded = config.githubRulesets && unguardedMain(config.githubRequiredReviews, requiredChecks);
+  if (unguarded) throw new ConfigError("kargo", [unguarded]);
 
   const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
   const webhookAllowedCidrs = config.webhookAllowedCidrs ?? (await githubHookRanges(githubProvider));

@@ -135,6 +135,13 @@ export function kargoBypass(kargo: KargoGitIdentity): github.types.input.Reposit
     : { actorType: "User", actorId: kargo.userId, bypassMode: "always" };
 }
 
+/** Why main would take anything: no review required and no check to pass; undefined when it is guarded. */
+export function unguardedMain(requiredReviews: number, requiredChecks: string[]): string | undefined {
+  return requiredReviews === 0 && requiredChecks.length === 0
+    ? "kargo:githubRequiredReviews: must be at least 1 while no pull-request workflow in .github/workflows reports a check: with neither, anything merges into main"
+    : undefined;
+}
+
 /**
  * The checks a pull request reports from this repository's own workflows, as GitHub names them: for each job
  * of a pull-request workflow that calls a reusable workflow, `<caller job> / <called job>` for every called

@@ -6,7 +6,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { pullRequestChecks } from "../kargo/repositoryRules";
+import { pullRequestChecks, unguardedMain } from "../kargo/repositoryRules";
 import { PLAN_GITHUB_USER_ID } from "../lib/cli/plan/mocks";
 import { repoRoot } from "../lib/cli/plan/projects";
 import { stageBranch } from "../lib/pipeline/names";
@@ -160,6 +160,14 @@ describe("the repository rulesets", () => {
     const key = await planError("kargo", { ...app, "kargo:githubAppPrivateKey": "not a key" }, secrets);
     expect(key.message).toMatch(/kargo:githubAppPrivateKey: must be the App's PEM private key/);
     expect(key.message).not.toContain("not a key");
+  });
+});
+
+describe("a main without reviews", () => {
+  it("is refused while no pull-request workflow reports a check, naming the key", () => {
+    expect(unguardedMain(0, [])).toMatch(/^kargo:githubRequiredReviews: must be at least 1/);
+    expect(unguardedMain(0, ["tests / test"])).toBeUndefined();
+    expect(unguardedMain(1, [])).toBeUndefined();
   });
 });
 
