@@ -3,7 +3,8 @@ import * as pulumi from "@pulumi/pulumi";
 import * as pulumiservice from "@pulumi/pulumiservice";
 import { CiSettings, type EnvironmentRules } from "./ciSettings";
 import type { KargoConfig } from "./config";
-import { previewToken, PulumiCloudOidc, type PulumiToken } from "./pulumiCloudOidc";
+import type { Pipeline } from "../lib/pipeline/schema";
+import { previewToken, PulumiCloudOidc, PulumiPreviewTeam, type PulumiToken } from "./pulumiCloudOidc";
 
 /**
  * The GitHub environments the workflows run in and who approves each (docs/security-and-approvals.md):
@@ -57,9 +58,29 @@ export function ciPulumiTokens(config: KargoConfig): Record<string, PulumiToken>
   };
 }
 
+/**
+ * Every stack a preview or drift check reads: the three platform stacks, and each program's stack in each
+ * environment (pull requests preview one environment's; drift.yml every update stage's), named as the PKO
+ * Stacks name them (lib/pipeline/promotion.ts).
+ */
+export function previewedStacks(config: KargoConfig, pipeline: Pipeline): string[] {
+  const platform = [
+    config.ciClusterStack!,
+    config.clusterSetupStack,
+    `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
+  ];
+  const programs = pipeline.programs.flatMap((program) =>
+    Object.values(pipeline.environments).map(
+      (env) => `${pipeline.pulumi.organization}/${program.project}/${env.pulumiStack}`,
+    ),
+  );
+  return [...platform, ...programs];
+}
+
 /** The CI's settings as code, each part only when its key turns it on. */
 export function ciAsCode(
   config: KargoConfig,
+  pipeline: Pipeline,
   repository: { owner: string; name: string },
   adminProvider: () => github.Provider,
   region: string,
@@ -72,13 +93,23 @@ export function ciAsCode(
       preventSelfReview: config.githubPreventSelfReview,
       variables: ciVariables(config, region),
     });
-  if (config.pulumiCloudOidc)
+  if (config.pulumiCloudOidc) {
+    const provider = config.pulumiAdminToken
+      ? new pulumiservice.Provider("pulumi-admin", { accessToken: config.pulumiAdminToken })
+      : undefined;
     new PulumiCloudOidc("github-actions", {
       organization: pulumi.getOrganization(),
       repository: `${repository.owner}/${repository.name}`,
       environments: ciPulumiTokens(config),
-      provider: config.pulumiAdminToken
-        ? new pulumiservice.Provider("pulumi-admin", { accessToken: config.pulumiAdminToken })
-        : undefined,
+      provider,
     });
+    const token = previewToken(config.ciPulumiPreviewToken);
+    if (token.type === "team")
+      new PulumiPreviewTeam("ci-preview", {
+        organization: pulumi.getOrganization(),
+        team: token.team,
+        stacks: previewedStacks(config, pipeline),
+        provider,
+      });
+  }
 }

@@ -92,6 +92,13 @@ export function ciConfigProblems(c: CiConfig, environments: string[]): { path: s
           message: `must be set when kargo:githubCi is true (a variable the workflows read)`,
         });
   }
+  // The preview team's Stack Read covers the cluster stack too.
+  if (c.pulumiCloudOidc && c.ciPulumiPreviewToken.startsWith("team:") && c.ciClusterStack === undefined)
+    problems.push({
+      path: "ciClusterStack",
+      message:
+        "must be set when kargo:pulumiCloudOidc is true with a team token: the preview team reads that stack",
+    });
   if (c.ciProgramPreviewEnvironment !== undefined && !environments.includes(c.ciProgramPreviewEnvironment))
     problems.push({
       path: "ciProgramPreviewEnvironment",

@@ -171,7 +171,7 @@ export = async () => {
   }
 
   // The CI's GitHub environments and variables, and Pulumi Cloud's trust of its OIDC tokens (opt-in each).
-  ciAsCode(config, repository, githubAdmin, setup.region);
+  ciAsCode(config, pipeline, repository, githubAdmin, setup.region);
 
   // Freight in seconds: GitHub tells the Warehouse about each push (polling stays as the fallback).
   const webhookUrl = pulumi.interpolate`https://${install.host}:${WEBHOOKS_LISTENER_PORT}${promotion.webhookPath}`;

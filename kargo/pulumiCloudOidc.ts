@@ -64,3 +64,50 @@ export class PulumiCloudOidc extends pulumi.ComponentResource {
     this.registerOutputs({ issuerId: this.issuerId });
   }
 }
+
+export interface PulumiPreviewTeamArgs {
+  organization: string;
+  /** The team's name, as the OIDC policy and PULUMI_PREVIEW_TEAM name it. */
+  team: string;
+  /** Every stack previews and drift checks read, `<org>/<project>/<stack>`. */
+  stacks: string[];
+  provider?: pulumiservice.Provider;
+}
+
+/**
+ * The Pulumi team whose token previews and drift checks get (Enterprise, Business Critical): Stack Read on
+ * every stack they preview, nothing else. Stack Read includes decrypting the stack's secrets, which a preview
+ * needs (docs/security-and-approvals.md). The team has no members: only its OIDC-issued token acts as it.
+ */
+export class PulumiPreviewTeam extends pulumi.ComponentResource {
+  constructor(name: string, args: PulumiPreviewTeamArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("platform:kargo:PulumiPreviewTeam", name, {}, opts);
+    const options = { parent: this, provider: args.provider };
+    const team = new pulumiservice.Team(
+      name,
+      {
+        organizationName: args.organization,
+        teamType: "pulumi",
+        name: args.team,
+        displayName: args.team,
+        description: "CI previews and drift checks: Stack Read on the platform's and the programs' stacks",
+      },
+      options,
+    );
+    for (const stack of [...new Set(args.stacks)]) {
+      const [organization, project, stackName] = stack.split("/") as [string, string, string];
+      new pulumiservice.TeamStackPermission(
+        `${name}-${organization}-${project}-${stackName}`,
+        {
+          organization,
+          project,
+          stack: stackName,
+          team: team.name.apply((n) => n ?? args.team),
+          permission: 101,
+        },
+        options,
+      );
+    }
+    this.registerOutputs({});
+  }
+}

@@ -10,8 +10,10 @@ import { pipeline } from "../kargo/pipeline";
 import { planGithubId } from "../lib/cli/plan/mocks";
 import { readStackConfig, repoRoot } from "../lib/cli/plan/projects";
 import { githubRepository } from "../lib/pipeline/names";
+import { validatePipeline } from "../lib/pipeline/validate";
 import { ofType, one, planError, planProject } from "./helpers";
 
+const oidc = { "kargo:pulumiCloudOidc": true, "kargo:ciClusterStack": "acme/cluster/prod" };
 const ENVIRONMENT = "github:index/repositoryEnvironment:RepositoryEnvironment";
 const BRANCH_POLICY =
   "github:index/repositoryEnvironmentDeploymentPolicy:RepositoryEnvironmentDeploymentPolicy";
@@ -63,7 +65,15 @@ const variablesOf = (plan: Awaited<ReturnType<typeof planProject>>) =>
 describe("the CI's settings as code", () => {
   it("plans none of them unless asked for", async () => {
     const plan = await planProject("kargo");
-    for (const type of [ENVIRONMENT, BRANCH_POLICY, VARIABLE, ISSUER]) expect(ofType(plan, type)).toEqual([]);
+    for (const type of [
+      ENVIRONMENT,
+      BRANCH_POLICY,
+      VARIABLE,
+      ISSUER,
+      "pulumiservice:index:Team",
+      "pulumiservice:index:TeamStackPermission",
+    ])
+      expect(ofType(plan, type)).toEqual([]);
   });
 
   it("make every environment the workflows name, previews from any branch, the rest from main only", async () => {
@@ -145,7 +155,7 @@ describe("the CI's settings as code", () => {
   });
 
   it("trust GitHub's OIDC issuer in Pulumi Cloud for exactly the workflows' environments", async () => {
-    const plan = await planProject("kargo", { "kargo:pulumiCloudOidc": true });
+    const plan = await planProject("kargo", oidc);
     const issuer = one(plan, ISSUER).inputs as {
       url: string;
       maxExpirationSeconds: number;
@@ -171,6 +181,34 @@ describe("the CI's settings as code", () => {
     expect(of("preview")).toMatchObject({ tokenType: "team", teamName: "ci-preview" });
     expect(of("drift")).toMatchObject({ tokenType: "team", teamName: "ci-preview" });
     expect(of("production")).toMatchObject({ tokenType: "organization", authorizedPermissions: ["admin"] });
+  });
+
+  it("give the preview team Stack Read on every stack a preview or drift check reads, and nothing more", async () => {
+    const plan = await planProject("kargo", oidc);
+    expect(one(plan, "pulumiservice:index:Team").inputs).toMatchObject({
+      teamType: "pulumi",
+      name: "ci-preview",
+    });
+    expect(one(plan, "pulumiservice:index:Team").inputs.members).toBeUndefined();
+    const grants = ofType(plan, "pulumiservice:index:TeamStackPermission").map((g) => g.inputs);
+    for (const g of grants) expect(g).toMatchObject({ team: "ci-preview", permission: 101 });
+    const vars = variablesOf(await planProject("kargo", ci, secrets));
+    const programStacks = validatePipeline(pipeline).programs.flatMap((program) =>
+      Object.values(pipeline.environments).map(
+        (env) => `${pipeline.pulumi.organization}/${program.project}/${env.pulumiStack}`,
+      ),
+    );
+    expect(new Set(grants.map((g) => `${g.organization}/${g.project}/${g.stack}`))).toEqual(
+      new Set([oidc["kargo:ciClusterStack"], vars.CLUSTER_SETUP_STACK, vars.KARGO_STACK, ...programStacks]),
+    );
+    // Personal and organization tokens have no team to make.
+    const org = await planProject("kargo", { ...oidc, "kargo:ciPulumiPreviewToken": "organization" });
+    expect(ofType(org, "pulumiservice:index:Team")).toEqual([]);
+    expect(one(org, ISSUER).inputs.policies).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ tokenType: "organization", authorizedPermissions: ["standard"] }),
+      ]),
+    );
   });
 
   it("refuse settings that cannot hold, naming the key", async () => {
@@ -212,6 +250,10 @@ describe("the CI's settings as code", () => {
         /kargo:ciProgramPreviewEnvironment: must be an environment of kargo\/pipeline\.ts/,
       ],
       [{ "kargo:pulumiCloudOidc": "yes" }, /kargo:pulumiCloudOidc: must be true or false/],
+      [
+        { "kargo:pulumiCloudOidc": true },
+        /kargo:ciClusterStack: must be set when kargo:pulumiCloudOidc is true with a team token/,
+      ],
     ];
     for (const [config, message] of cases)
       expect((await planError("kargo", config, secrets)).message).toMatch(message);
