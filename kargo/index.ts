@@ -7,6 +7,7 @@ import { clusterProvider, platformTags } from "../lib/platform";
 import { githubRepository } from "../lib/pipeline/names";
 import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline/access";
 import { approverGroups } from "../lib/pipeline/rbac";
+import { stopLine } from "../lib/pipeline/verification";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { ConfigError } from "../lib/config";
 import { ciAsCode } from "./ci";
@@ -232,5 +233,9 @@ export = async () => {
     githubWebhookUrl: webhookUrl,
     githubWebhookSecret: promotion.webhookSecret,
     githubWebhookRegistered: config.githubWebhook,
+    // Per environment: what stops its Freight at the preview, and who decides (`stops.<environment>`).
+    ...Object.fromEntries(
+      Object.keys(pipeline.environments).map((env) => [`stops.${env}`, stopLine(pipeline, env)]),
+    ),
   };
 };

@@ -312,8 +312,27 @@ describe("who may let a stop through", () => {
 
   describe("in the plan", () => {
     let objects: Obj[];
+    let outputs: Record<string, unknown>;
     beforeAll(async () => {
-      objects = kubernetesObjects((await planChain())[2]!) as Obj[];
+      const kargo = (await planChain())[2]!;
+      objects = kubernetesObjects(kargo) as Obj[];
+      outputs = kargo.outputs;
+    });
+
+    it("shows in its outputs, per environment, the classes that stop its Freight and who decides", () => {
+      for (const [name, env] of Object.entries(definition.environments)) {
+        const classes = env.stopEveryPreview
+          ? "every change"
+          : RISK_CLASSES.filter((c) => (env.stopOn ?? DEFAULT_STOP_ON).includes(c)).join(", ");
+        expect(outputs[`stops.${name}`], name).toBe(
+          env.ephemeral || classes === ""
+            ? "stops for nothing"
+            : `stops on ${classes} → ${(env.deciders ?? env.destructiveChangeApprovers)!.join(", ")}`,
+        );
+      }
+      expect(Object.keys(outputs).filter((k) => k.startsWith("stops."))).toHaveLength(
+        Object.keys(definition.environments).length,
+      );
     });
 
     it("declares each role, bound to its ServiceAccount, with read access to the project", () => {

@@ -4,16 +4,10 @@ import { stageBranch } from "./names";
 import { freightPaths } from "./promotion";
 import { runStages, upstreamOf } from "./graph";
 import { programOf } from "./stack-manifest";
-import { riskPolicy, stopOnText, type Pipeline } from "./schema";
+import type { Pipeline } from "./schema";
+import { stopLine } from "./verification";
 
 const id = (name: string) => name.replace(/[^A-Za-z0-9]/g, "_");
-
-/** Where a preview stops its Freight and who decides: "stops on loss, privilege → qa-approvers". */
-export function stopLine(p: Pipeline, environment: string): string {
-  const policy = riskPolicy(p.environments[environment]!);
-  const what = stopOnText(policy);
-  return what === "nothing" ? "stops for nothing" : `stops on ${what} → ${policy.deciders.join(", ")}`;
-}
 
 /**
  * The pipeline as a Mermaid flowchart: gates as hexagons, each program stage with what it runs (a preview

@@ -5,7 +5,7 @@ import type * as rollouts from "../crds/generated/rollouts";
 import { environmentStages, programStageName, programStages, type ProgramStage } from "./graph";
 import { names } from "./names";
 import { burstToleration, DO_NOT_DISRUPT } from "./stack-manifest";
-import { riskPolicy, type Pipeline, type RiskPolicy } from "./schema";
+import { riskPolicy, stopOnText, type Pipeline, type RiskPolicy } from "./schema";
 
 const seconds = (d: string) =>
   Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
@@ -38,6 +38,17 @@ export const stopOnValue = ({ stopOn }: RiskPolicy): string => (stopOn === "all"
 export function approveStage(p: Pipeline, s: Pick<ProgramStage, "environment" | "program">): string {
   const update = environmentStages(p).find((u) => u.kind === "update" && u.environment === s.environment)!;
   return programStageName(update.name, s.program);
+}
+
+/**
+ * Where an environment's previews stop its Freight and who decides, in a few words: "stops on loss,
+ * privilege → qa-approvers", "stops on every change → prod-approvers" or "stops for nothing". The README's
+ * diagram and the kargo project's outputs show it.
+ */
+export function stopLine(p: Pick<Pipeline, "environments">, environment: string): string {
+  const policy = riskPolicy(p.environments[environment]!);
+  const what = stopOnText(policy);
+  return what === "nothing" ? "stops for nothing" : `stops on ${what} → ${policy.deciders.join(", ")}`;
 }
 
 /** A preview template's args that carry the environment's policy, each "" (stops for nothing) by default. */
