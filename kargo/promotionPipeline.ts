@@ -22,7 +22,7 @@ import { applicationSpec } from "../lib/pipeline/stack-manifest";
 import {
   analysisTemplateKinds,
   analysisTemplateSpec,
-  verificationScriptKey,
+  verificationScripts,
 } from "../lib/pipeline/verification";
 import { stackObjectName } from "../lib/pipeline/names";
 import type { Pipeline } from "../lib/pipeline/schema";
@@ -191,12 +191,12 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       `${name}-verification-script`,
       {
         metadata: { name: names.verificationScript, namespace: ns },
-        data: {
-          [verificationScriptKey]: fs.readFileSync(
-            path.join(__dirname, "verification", "verify.mjs"),
-            "utf8",
-          ),
-        },
+        data: Object.fromEntries(
+          verificationScripts.map((f) => [
+            f,
+            fs.readFileSync(path.join(__dirname, "verification", f), "utf8"),
+          ]),
+        ),
       },
       inProject,
     );

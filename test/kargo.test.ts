@@ -290,12 +290,14 @@ describe("kargo project", () => {
     it("ships the committed verification script beside the token, in the namespace the Jobs run in", () => {
       const [script] = ofKind("ConfigMap").filter((c) => c.metadata.name === names.verificationScript);
       expect(script!.metadata.namespace).toBe(pipeline.project);
-      expect(script!.data).toEqual({
-        [verificationScriptKey]: fs.readFileSync(
-          path.join(repoRoot, "kargo/verification/verify.mjs"),
-          "utf8",
-        ),
-      });
+      // Every module of kargo/verification the Job imports, each as committed.
+      const modules = fs
+        .readdirSync(path.join(repoRoot, "kargo/verification"))
+        .filter((f) => f.endsWith(".mjs"));
+      expect(Object.keys(script!.data).sort()).toEqual([...modules].sort());
+      expect(verificationScriptKey in script!.data).toBe(true);
+      for (const f of modules)
+        expect(script!.data[f]).toBe(fs.readFileSync(path.join(repoRoot, "kargo/verification", f), "utf8"));
       const token = ofKind("Secret").find((s) => s.metadata.name === names.verificationToken)!;
       expect(token.metadata.namespace).toBe(pipeline.project);
       for (const t of Object.values<Obj["spec"]>(templates()))

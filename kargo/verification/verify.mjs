@@ -1,14 +1,23 @@
 // Verification of one Kargo stage, run by Argo Rollouts' job metric provider as the only container of a Job
 // (argo-rollouts v1.9.0 metricproviders/job/job.go: the Job's Complete condition is Successful, Failed is
-// Failed). It polls Pulumi Cloud for the operation on the stage's stack whose `git.head` is the promoted
-// commit and exits 0 once it has succeeded. It exits 1 with a one-line reason on stderr once the operation
-// failed; for a protected preview (CHECK delete or replace) once it succeeded but would delete or replace
-// something; once Pulumi Cloud has not answered with the JSON it documents too many times in a row; or at
-// the timeout. Dependency-free: Node's own fetch.
+// Failed). It polls Pulumi Cloud (cloud.mjs) for the operation on the stage's stack whose `git.head` is the
+// promoted commit, and once that has succeeded reads all its engine events:
+// - a preview passes unless a step's risk class (classify.mjs) is in STOP_ON ("all": any change), and then
+//   it stops with each such resource, its class, op and changed keys, the preview's link in Pulumi Cloud, and
+//   who may let it through (DECIDERS, by approving the Freight for APPROVE_STAGE);
+// - an update passes only when each of its steps is one its succeeded preview of the same commit on the same
+//   stack showed (compare.mjs), and never when it cannot compare them.
+// Either way it prints its record on stdout, one JSON line: the operations verified, and what stopped them.
+// It exits 1 with the reason on stderr once the operation failed, stopped or did more than its preview;
+// once Pulumi Cloud has not answered with the JSON it documents too many times in a row; or at the timeout.
 //
 // Environment (set by lib/pipeline/verification.ts): PULUMI_API_URL, PULUMI_ORGANIZATION, PULUMI_PROJECT,
-// PULUMI_STACK, COMMIT, OPERATION (preview | update), CHECK (operation | delete | replace), INTERVAL and
-// TIMEOUT (durations such as 10s, 15m), PAGE_SIZE, ERROR_LIMIT, PULUMI_ACCESS_TOKEN (from the Secret).
+// PULUMI_STACK, COMMIT, OPERATION (preview | update), PULUMI_CONSOLE_URL, STOP_ON, DECIDERS and
+// APPROVE_STAGE (previews; each may be empty), INTERVAL and TIMEOUT (durations such as 10s, 15m),
+// PAGE_SIZE, ERROR_LIMIT, PULUMI_ACCESS_TOKEN (from the Secret).
+
+import { cloudClient, isObject, NotFound, NotYet } from "./cloud.mjs";
+import { compare, describe, parseStopOn, recordOf, stepsOf, stopLines, stops } from "./compare.mjs";
 
 const env = (name) => {
   const value = process.env[name];
@@ -29,135 +38,170 @@ const seconds = (d) => {
 
 const config = {
   api: env("PULUMI_API_URL").replace(/\/+$/, ""),
+  console: env("PULUMI_CONSOLE_URL").replace(/\/+$/, ""),
   stack: [env("PULUMI_ORGANIZATION"), env("PULUMI_PROJECT"), env("PULUMI_STACK")],
   commit: env("COMMIT"),
   operation: env("OPERATION"),
-  check: env("CHECK"),
   interval: seconds(env("INTERVAL")) * 1000,
   timeout: seconds(env("TIMEOUT")) * 1000,
   pageSize: Number(env("PAGE_SIZE")),
   errorLimit: Number(env("ERROR_LIMIT")),
   token: env("PULUMI_ACCESS_TOKEN"),
+  deciders: process.env.DECIDERS ?? "",
+  approveStage: process.env.APPROVE_STAGE ?? "",
 };
 if (!["preview", "update"].includes(config.operation)) fail(`OPERATION must be preview or update`);
-if (!["operation", "delete", "replace"].includes(config.check))
-  fail(`CHECK must be operation, delete or replace`);
-const stackName = config.stack.join("/");
-
-/** Thrown for a page that is an answer but not one of ours: an older stack version with no previews. */
-class NotFound extends Error {}
-
-/**
- * Pulumi Cloud's own 404 (JSON with code 404) for the stack or its latest version: the stack does not exist
- * until PKO's first run creates it, and has no version before its first update. Not an error: wait.
- */
-class NotYet extends Error {}
-
-/**
- * One page of a Pulumi Cloud list: its `updates`, or an error for anything else. A body that is not JSON
- * (a portal's or a proxy's page) or JSON without an `updates` list is an error, never an empty list.
- */
-async function list(path, { missingIsEmpty = false } = {}) {
-  const url = `${config.api}/api/stacks/${config.stack.map(encodeURIComponent).join("/")}/${path}`;
-  const response = await fetch(url, {
-    // The token goes to the API URL the pipeline validated, and nowhere a redirect points.
-    headers: { Authorization: `token ${config.token}`, Accept: "application/vnd.pulumi+8" },
-    redirect: "error",
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await response.text();
-  if (missingIsEmpty && response.status === 404) throw new NotFound();
-  if (response.status === 404) {
-    let answer;
-    try {
-      answer = JSON.parse(text);
-    } catch {
-      // Not Pulumi Cloud's answer (a proxy's or a wrong URL's page): an error like any other.
-    }
-    if (answer?.code === 404) throw new NotYet(`${path}: HTTP 404, ${answer.message ?? "not found"}`);
-  }
-  if (!response.ok) throw new Error(`HTTP ${response.status} from ${path}`);
-  let body;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new Error(`${path} answered HTTP ${response.status} with a body that is not JSON`);
-  }
-  // Pulumi Cloud encodes an empty list as null (a Go nil slice); a missing or non-list `updates` is not its answer.
-  if (body === null || typeof body !== "object" || Array.isArray(body) || !("updates" in body))
-    throw new Error(`${path} answered JSON without an updates list`);
-  if (body.updates === null) return [];
-  if (!Array.isArray(body.updates)) throw new Error(`${path} answered an updates field that is not a list`);
-  return body.updates;
+let stopOn = [];
+try {
+  stopOn = parseStopOn(process.env.STOP_ON);
+} catch (error) {
+  fail(error.message);
 }
-
-const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+const stackName = config.stack.join("/");
+const cloud = cloudClient({ api: config.api, stack: config.stack, token: config.token });
+const short = config.commit.slice(0, 12);
 
 /** The operations of the promoted commit: `git.head` as PKO's workspace records it, and a start time. */
-const ours = (ops) =>
-  ops.filter(
-    (op) =>
-      isObject(op) &&
-      isObject(op.environment) &&
-      op.environment["git.head"] === config.commit &&
-      typeof op.startTime === "number",
-  );
+const isOurs = (op) =>
+  isObject(op) &&
+  isObject(op.environment) &&
+  op.environment["git.head"] === config.commit &&
+  typeof op.startTime === "number";
 
 /** The newest by start time, however the list is sorted; a retry's result replaces the first try's. */
-const newest = (ops) => ops.reduce((a, b) => (b.startTime > a.startTime ? b : a));
-
-/** The verdict on the commit's newest operation: undefined while it is not finished. */
-function verdict(op) {
-  const what = `the ${config.operation} of ${config.commit.slice(0, 12)} on ${stackName}`;
-  if (config.check === "operation") {
-    if (op.result === "failed") return { ok: false, reason: `${what} failed` };
-    return op.result === "succeeded" ? { ok: true } : undefined;
-  }
-  // A failed preview's changes are not its verdict: the operation's own check fails the run (and Rollouts
-  // then ends this one, argo-rollouts v1.9.0 utils/analysis/helpers.go IsTerminating), so the run names it.
-  if (op.result !== "succeeded") return undefined;
-  const changes = isObject(op.resourceChanges) ? op.resourceChanges[config.check] : undefined;
-  if (changes === undefined || changes === null || changes === 0) return { ok: true };
-  if (typeof changes !== "number")
-    return { ok: false, reason: `${what}: resourceChanges.${config.check} is not a number` };
-  return {
-    ok: false,
-    reason: `${what} would ${config.check} ${changes} resource(s): a destructive-change approver must approve it`,
-  };
-}
+const newest = (list, info = (x) => x) =>
+  list.reduce((a, b) => (info(b).startTime > info(a).startTime ? b : a));
 
 const page = `pageSize=${config.pageSize}&page=1`;
 
-/** One look at Pulumi Cloud: the verdict, undefined to look again, or an error thrown. */
-async function look() {
-  if (config.operation === "update") {
-    // The history, newest first ("?pageSize=1&page=1 ... the most recent update", REST API docs).
-    const mine = ours((await list(`updates?${page}`)).filter((u) => isObject(u) && u.kind === "update"));
-    return mine.length ? verdict(newest(mine)) : undefined;
-  }
-  // Previews are listed per stack version, the one each ran against (REST API: GetLatestStackPreviews,
-  // GetStackPreviews, `updates/{version}/previews`); `latest` holds only those since the last update. When an
-  // update of the stack finishes while this preview is verified, the preview is under an older version:
-  // look there too, newest version first, the versions from one page of the history.
-  const previews = (entries) => entries.filter(isObject).map((p) => p.info);
-  const latest = ours(previews(await list(`updates/latest/previews?asc=false&${page}`)));
-  if (latest.length) return verdict(newest(latest));
-  const versions = (await list(`updates?${page}`))
+/** The commit's previews in one previews list: the entries (UpdateInfo: `info` and `updateID`). */
+const ourPreviews = (entries) => entries.filter((e) => isObject(e) && isOurs(e.info));
+
+/**
+ * The commit's previews, from the first stack version that has any: previews are listed per stack version,
+ * the one each ran against (REST API: GetLatestStackPreviews, GetStackPreviews, `updates/{version}/previews`);
+ * `latest` holds only those since the last update. When an update of the stack finished since (this
+ * preview's own update, for an update stage), they are under an older version: look there too, newest
+ * version first, the versions from one page of the history. `accept` narrows which count.
+ */
+async function previewsOfCommit(accept = () => true) {
+  const latest = ourPreviews(await cloud.list(`updates/latest/previews?asc=false&${page}`)).filter(accept);
+  if (latest.length) return latest;
+  const versions = (await cloud.list(`updates?${page}`))
     .filter(isObject)
     .map((u) => u.version)
     .filter((v) => Number.isInteger(v) && v > 0);
   for (const version of [...new Set(versions)].sort((a, b) => b - a)) {
     let entries;
     try {
-      entries = await list(`updates/${version}/previews?asc=false&${page}`, { missingIsEmpty: true });
+      entries = await cloud.list(`updates/${version}/previews?asc=false&${page}`, { missingIsEmpty: true });
     } catch (error) {
       if (error instanceof NotFound) continue;
       throw error;
     }
-    const mine = ours(previews(entries));
-    if (mine.length) return verdict(newest(mine));
+    const mine = ourPreviews(entries).filter(accept);
+    if (mine.length) return mine;
   }
-  return undefined;
+  return [];
+}
+
+const updateIdOf = (entry, what) => {
+  if (typeof entry?.updateID !== "string" || entry.updateID === "")
+    throw new Error(`${what}: Pulumi Cloud answered without an updateID`);
+  return entry.updateID;
+};
+
+const stackUrl = `${config.console}/${config.stack.map(encodeURIComponent).join("/")}`;
+const record = (fields) =>
+  process.stdout.write(
+    `${JSON.stringify({ record: "pulumi-verification", stack: stackName, commit: config.commit, ...fields })}\n`,
+  );
+
+/** The verdict on a succeeded preview: its engine events against STOP_ON. */
+async function verifyPreview(entry) {
+  const updateID = updateIdOf(entry, "the preview");
+  const steps = stepsOf(await cloud.events("preview", updateID));
+  const stopped = stops(steps, stopOn);
+  const link = `${stackUrl}/previews/${encodeURIComponent(updateID)}`;
+  record({
+    operation: "preview",
+    updateID,
+    link,
+    operations: recordOf(steps),
+    stopped: recordOf(stopped.map((s) => s.step)),
+  });
+  if (!stopped.length) return { ok: true };
+  const on = stopOn === "all" ? "any change (STOP_ON=all)" : stopOn.join(", ");
+  const who = config.deciders
+    ? `A member of ${config.deciders.split(",").join(" or ")} may let it through by approving this Freight for stage ${config.approveStage}: kargo approve --stage ${config.approveStage} --freight <this Freight>.`
+    : "No group may let it through (DECIDERS is empty): change the program, or the environment's risk policy.";
+  return {
+    ok: false,
+    reason: [
+      `the preview of ${short} on ${stackName} stops on ${on}: ${stopped.length} resource(s)`,
+      ...stopLines(stopped),
+      `preview: ${link}`,
+      who,
+    ].join("\n"),
+  };
+}
+
+/** The verdict on a succeeded update: its engine events against its preview's. */
+async function verifyUpdate(update) {
+  const info = await cloud.get(`updates/${update.version}`);
+  const updateID = updateIdOf(info, `update ${update.version}`);
+  const updateSteps = stepsOf(await cloud.events("update", updateID));
+  const candidates = await previewsOfCommit(
+    (e) => e.info.result === "succeeded" && e.info.startTime <= update.startTime,
+  );
+  const what = `the update of ${short} on ${stackName} (${stackUrl}/updates/${update.version})`;
+  if (!candidates.length)
+    return {
+      ok: false,
+      reason: `${what}: no succeeded preview of the commit on the stack before it, so it cannot be shown to do only what was approved`,
+    };
+  const preview = newest(candidates, (e) => e.info);
+  const previewID = updateIdOf(preview, "the preview");
+  const result = compare(stepsOf(await cloud.events("preview", previewID)), updateSteps);
+  const link = `${stackUrl}/previews/${encodeURIComponent(previewID)}`;
+  record({
+    operation: "update",
+    updateID,
+    version: update.version,
+    preview: { updateID: previewID, link },
+    matched: recordOf(result.matched.map((m) => m.step)),
+    unexpected: result.unexpected.map((u) => ({ ...recordOf([u.step])[0], why: u.why })),
+  });
+  if (!result.unexpected.length) return { ok: true };
+  return {
+    ok: false,
+    reason: [
+      `${what} did what its preview (${link}) did not show: ${result.unexpected.length} step(s)`,
+      ...result.unexpected.map((u) => `- ${describe(u.step)}: ${u.step.op}: ${u.why}`),
+      `${result.matched.length} step(s) matched the preview (the record on stdout lists them).`,
+    ].join("\n"),
+  };
+}
+
+/** One look at Pulumi Cloud: the verdict, undefined to look again, or an error thrown. */
+async function look() {
+  const what = `the ${config.operation} of ${short} on ${stackName}`;
+  if (config.operation === "update") {
+    // The history, newest first ("?pageSize=1&page=1 ... the most recent update", REST API docs).
+    const mine = (await cloud.list(`updates?${page}`)).filter((u) => isOurs(u) && u.kind === "update");
+    if (!mine.length) return undefined;
+    const update = newest(mine);
+    if (update.result === "failed") return { ok: false, reason: `${what} failed` };
+    if (update.result !== "succeeded") return undefined;
+    if (!Number.isInteger(update.version) || update.version < 1)
+      throw new Error(`the history lists ${what} without a version`);
+    return verifyUpdate(update);
+  }
+  const mine = await previewsOfCommit();
+  if (!mine.length) return undefined;
+  const preview = newest(mine, (e) => e.info);
+  if (preview.info.result === "failed") return { ok: false, reason: `${what} failed` };
+  return preview.info.result === "succeeded" ? verifyPreview(preview) : undefined;
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -190,18 +234,13 @@ for (;;) {
   }
   if (result) {
     if (result.ok) {
-      process.stdout.write(
-        `the ${config.operation} of ${config.commit} on ${stackName} passed (${config.check})\n`,
-      );
+      process.stdout.write(`the ${config.operation} of ${config.commit} on ${stackName} passed\n`);
       process.exit(0);
     }
     fail(result.reason);
   }
   if (Date.now() + config.interval > deadline) {
-    const notFound =
-      config.check === "operation"
-        ? `no finished ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")}`
-        : `no succeeded ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")} to count its ${config.check}s in`;
+    const notFound = `no succeeded ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")}`;
     // Pulumi Cloud failing to answer until the timeout is the reason, not a missing operation.
     fail(
       errors

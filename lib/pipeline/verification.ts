@@ -74,8 +74,12 @@ export function policyArgValues(p: Pipeline, s: ProgramStage): { name: string; v
     .map(([name, value]) => ({ name, value }));
 }
 
-/** The script each verification Job runs: the ConfigMap's one key, and where the Job mounts it. */
-export const verificationScriptKey = "verify.mjs";
+/**
+ * The modules of kargo/verification each verification Job runs, the ConfigMap's keys (where the Job mounts
+ * it, each imports the others): the Job runs the first.
+ */
+export const verificationScripts = ["verify.mjs", "cloud.mjs", "compare.mjs", "classify.mjs"] as const;
+export const verificationScriptKey = verificationScripts[0];
 const scriptDir = "/verification";
 
 /** How long a Job may take to start (image pull, scheduling) beyond the script's own timeout. */

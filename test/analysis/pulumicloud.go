@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -46,6 +47,76 @@ type stack struct {
 	mu       sync.Mutex
 	updates  []updateInfo      // newest first, as the history endpoint answers
 	previews map[int][]preview // by stack version, each oldest first, the endpoint's default order
+	// events is each operation's engine events by its updateID, under the route of its kind ("update" or
+	// "preview": GetEngineEvents_update, GetEngineEvents_preview).
+	events map[string]operationEvents
+	// previewed is the previews the stand-in adds for the updates it is given, by ID: the version of the
+	// update each came before (a pipeline previews the commit on the stack before it updates it). Unless
+	// unpreviewed, each update of a commit gets one, succeeded, 30 s before it, listed under the version
+	// before its own, with its update's events.
+	previewed   map[string]int
+	unpreviewed bool
+}
+
+type operationEvents struct {
+	kind   string
+	events []apitype.EngineEvent
+}
+
+// asPreview is an operation as a previews list holds it: under `info`, beside its own updateID (one per
+// commit, start time and result, as each preview has its own).
+func asPreview(u updateInfo) preview {
+	u.Version = 0
+	return preview{Info: u, UpdateID: previewID(u), LatestVersion: 7, RequestedBy: apitype.UserInfo{Name: "pko", GitHubLogin: "pko"}}
+}
+
+// previewID is the updateID the stand-in gives a preview.
+func previewID(u updateInfo) string {
+	return fmt.Sprintf("b9f5c7e2-%.8s-%d-%s", u.Environment["git.head"]+"none", u.StartTime, u.Result)
+}
+
+// updateID is the ID the stand-in gives the update of a version (GetStackUpdate answers it).
+func updateID(version int) string { return fmt.Sprintf("0b6e0f3c-update-%d", version) }
+
+// eventsOf is an operation's engine events: those set for it; for an update's preview the stand-in made
+// (previewed), its update's; for another operation it holds, the events of one that changed nothing; and
+// none (a 404) for an ID it does not hold or one asked under the other kind's route. Called with s.mu held.
+func (s *stack) eventsOf(kind, id string) ([]apitype.EngineEvent, bool) {
+	if e, ok := s.events[id]; ok {
+		return e.events, e.kind == kind
+	}
+	if kind == "preview" {
+		if version, ok := s.previewed[id]; ok {
+			if e, ok := s.events[updateID(version)]; ok {
+				return e.events, true
+			}
+			return unchanged(true), true
+		}
+		for _, list := range s.previews {
+			for _, p := range list {
+				if p.UpdateID == id {
+					return unchanged(true), true
+				}
+			}
+		}
+		return nil, false
+	}
+	for _, u := range s.updates {
+		if updateID(u.Version) == id {
+			return unchanged(false), true
+		}
+	}
+	return nil, false
+}
+
+// setEvents records an operation's engine events under its updateID.
+func (s *stack) setEvents(kind, id string, events []apitype.EngineEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.events == nil {
+		s.events = map[string]operationEvents{}
+	}
+	s.events[id] = operationEvents{kind: kind, events: events}
 }
 
 // version is the stack's latest version: the newest update's.
@@ -63,6 +134,26 @@ func (s *stack) finishUpdate(u updateInfo) {
 	defer s.mu.Unlock()
 	u.Version = s.version() + 1
 	s.updates = append([]updateInfo{u}, s.updates...)
+	s.preview(u)
+}
+
+// preview adds the succeeded preview that came before update u (see previewed). Called with s.mu held.
+func (s *stack) preview(u updateInfo) {
+	head := u.Environment["git.head"]
+	if s.unpreviewed || u.Kind != apitype.AppUpdateKindUpdate || head == "" {
+		return
+	}
+	p := u
+	p.Kind, p.Result, p.StartTime, p.EndTime, p.Version = apitype.AppUpdateKindPreview, "succeeded", u.StartTime-30, u.StartTime-1, 0
+	entry := asPreview(p)
+	if s.previews == nil {
+		s.previews = map[int][]preview{}
+	}
+	if s.previewed == nil {
+		s.previewed = map[string]int{}
+	}
+	s.previewed[entry.UpdateID] = u.Version
+	s.previews[u.Version-1] = append(s.previews[u.Version-1], entry)
 }
 
 // setUpdates sets the history, newest first; operations without a version get them in that order.
@@ -70,10 +161,24 @@ func (s *stack) setUpdates(u ...updateInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.updates = append([]updateInfo(nil), u...)
+	// The previews made for the history it replaces go with it.
+	for version, list := range s.previews {
+		kept := list[:0:0]
+		for _, p := range list {
+			if _, auto := s.previewed[p.UpdateID]; !auto {
+				kept = append(kept, p)
+			}
+		}
+		s.previews[version] = kept
+	}
+	s.previewed = nil
 	for i := range s.updates {
 		if s.updates[i].Version == 0 {
 			s.updates[i].Version = len(s.updates) - i
 		}
+	}
+	for i := len(s.updates) - 1; i >= 0; i-- {
+		s.preview(s.updates[i])
 	}
 }
 
@@ -99,6 +204,8 @@ type cloud struct {
 	stacks   map[string]*stack // by "<org>/<project>/<stack>"
 	override func(r *http.Request) *answer
 	onServe  func(path string, n int) // called before each answer, with how many requests came before
+	// eventsPerPage is how many engine events one page holds (2 when unset).
+	eventsPerPage int
 
 	mu       sync.Mutex
 	requests []string
@@ -106,9 +213,11 @@ type cloud struct {
 
 var (
 	previewsPath = regexp.MustCompile(`/updates/(latest|[1-9][0-9]*)/previews$`)
-	// stackPath is a stack's operations: /api/stacks/{organization}/{project}/{stack}/updates... (Pulumi
-	// Cloud REST API, Stack Updates).
-	stackPath = regexp.MustCompile(`^/api/stacks/([^/]+/[^/]+/[^/]+)/updates(/|$)`)
+	versionPath  = regexp.MustCompile(`/updates/([1-9][0-9]*)$`)
+	eventsPath   = regexp.MustCompile(`/(update|preview)/([^/]+)/events$`)
+	// stackPath is a stack's operations: /api/stacks/{organization}/{project}/{stack}/updates... and an
+	// operation's /update/{updateID} or /preview/{updateID} (Pulumi Cloud REST API, Stack Updates).
+	stackPath = regexp.MustCompile(`^/api/stacks/([^/]+/[^/]+/[^/]+)/(updates|update|preview)(/|$)`)
 )
 
 func newCloud(t *testing.T, token string) *cloud {
@@ -201,7 +310,44 @@ func (c *cloud) answer(r *http.Request) answer {
 	if strings.HasSuffix(r.URL.Path, "/updates") {
 		return jsonAnswer(map[string]any{"updates": page(st.updates, q)})
 	}
+	// GetStackUpdate: one version's update, as an UpdateInfo with its updateID.
+	if m := versionPath.FindStringSubmatch(r.URL.Path); m != nil {
+		version, _ := strconv.Atoi(m[1])
+		for _, u := range st.updates {
+			if u.Version == version {
+				return jsonAnswer(apitype.UpdateInfo{Info: u, UpdateID: updateID(version), Version: version, LatestVersion: st.version()})
+			}
+		}
+	}
+	// GetEngineEvents_update and _preview: a page of the operation's events, and the token for the next
+	// (GetUpdateEventsResponse; null once all are returned).
+	if m := eventsPath.FindStringSubmatch(r.URL.Path); m != nil {
+		if events, ok := st.eventsOf(m[1], m[2]); ok {
+			return jsonAnswer(c.eventsPage(events, q.Get("continuationToken")))
+		}
+	}
 	return answer{status: http.StatusNotFound, body: []byte(`{"code":404,"message":"Not Found"}`)}
+}
+
+// eventsPage is one page of events from the opaque token's position, eventsPerPage (default 2) at a time,
+// so that every scenario's events take several pages.
+func (c *cloud) eventsPage(events []apitype.EngineEvent, token string) apitype.GetUpdateEventsResponse {
+	size := c.eventsPerPage
+	if size <= 0 {
+		size = 2
+	}
+	from := 0
+	if token != "" {
+		from, _ = strconv.Atoi(strings.TrimPrefix(token, "after-"))
+	}
+	from = min(from, len(events))
+	to := min(from+size, len(events))
+	out := apitype.GetUpdateEventsResponse{Events: append([]apitype.EngineEvent{}, events[from:to]...)}
+	if to < len(events) {
+		next := fmt.Sprintf("after-%d", to)
+		out.ContinuationToken = &next
+	}
+	return out
 }
 
 // page cuts one page of the list as pageSize/page ask (no pageSize: the whole list).

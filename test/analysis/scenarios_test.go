@@ -49,12 +49,6 @@ func op(head string, result string, start int64, changes map[string]int) updateI
 	}
 }
 
-func asPreview(u updateInfo) preview {
-	u.Version = 0
-	return preview{Info: u, UpdateID: "b9f5c7e2-1a2b-4c3d-9e8f-0a1b2c3d4e5f", LatestVersion: 7,
-		RequestedBy: apitype.UserInfo{Name: "pko", GitHubLogin: "pko"}}
-}
-
 // scenario: what Pulumi Cloud holds (or answers), and the phase Rollouts must reach.
 type scenario struct {
 	name string

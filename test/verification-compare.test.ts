@@ -1,0 +1,396 @@
+// What the verification Job decides from engine events (kargo/verification/compare.mjs): whether the events
+// are complete, which preview steps stop Freight, and whether an update did only what its preview showed.
+// The Go harness (test/analysis) runs the same through the Job against a Pulumi Cloud stand-in.
+import { describe as group, expect, it } from "vitest";
+import { RISK_CLASSES, type Step } from "../kargo/verification/classify.mjs";
+import {
+  COUNTED_OPS,
+  NEUTRAL_OPS,
+  changes,
+  compare,
+  describe,
+  parseStopOn,
+  recordOf,
+  stepsOf,
+  stopLines,
+  stops,
+} from "../kargo/verification/compare.mjs";
+
+const stack = "urn:pulumi:dev::app::";
+const urn = (type: string, name: string) => `${stack}${type}::${name}`;
+type Meta = { op: string; type: string; name: string; diffs?: string[]; inputs?: Record<string, unknown> };
+
+/** A resourcePreEvent as Pulumi Cloud stores it (pulumi-cloud-sdk apitype EngineEvent, AppStepEventMetadata). */
+const pre = (
+  { op, type, name, diffs, inputs }: Meta,
+  logical = !["create-replacement", "delete-replaced"].includes(op),
+) => ({
+  timestamp: 1,
+  type: "resourcePreEvent",
+  resourcePreEvent: {
+    metadata: {
+      op,
+      urn: urn(type, name),
+      type,
+      old:
+        op === "create"
+          ? null
+          : { type, urn: urn(type, name), id: "i", parent: "", provider: "p", inputs: {}, outputs: {} },
+      new:
+        op === "delete"
+          ? null
+          : {
+              type,
+              urn: urn(type, name),
+              id: "",
+              parent: "",
+              provider: "p",
+              inputs: inputs ?? {},
+              outputs: {},
+            },
+      ...(diffs ? { diffs } : {}),
+      detailedDiff: null,
+      ...(logical ? { logical: true } : {}),
+      provider: "p",
+    },
+    planning: true,
+  },
+});
+
+/** The events of an operation: its steps, and the summary the engine counts them in (logical steps). */
+const eventsOf = (...metas: Meta[]) => {
+  const events = metas.map((m) => pre(m));
+  const resourceChanges: Record<string, number> = {};
+  for (const e of events)
+    if (e.resourcePreEvent.metadata.logical) {
+      const op = e.resourcePreEvent.metadata.op;
+      resourceChanges[op] = (resourceChanges[op] ?? 0) + 1;
+    }
+  return [
+    { timestamp: 0, type: "preludeEvent", preludeEvent: { config: {} } },
+    ...events,
+    {
+      timestamp: 2,
+      type: "summaryEvent",
+      summaryEvent: {
+        maybeCorrupt: false,
+        durationSeconds: 3,
+        resourceChanges,
+        PolicyPacks: {},
+        isPreview: true,
+        result: "succeeded",
+      },
+    },
+  ];
+};
+
+const role = { type: "aws:iam/role:Role", name: "app" };
+const bucket = { type: "aws:s3/bucketV2:BucketV2", name: "data" };
+const sg = { type: "aws:ec2/securityGroup:SecurityGroup", name: "web" };
+const db = { type: "aws:rds/instance:Instance", name: "db" };
+const replace = (r: { type: string; name: string }) => [
+  { op: "create-replacement", ...r },
+  { op: "replace", ...r },
+  { op: "delete-replaced", ...r },
+];
+const steps = (...metas: Meta[]) => stepsOf(eventsOf(...metas));
+
+group("stepsOf", () => {
+  it("reads one step per resourcePreEvent, in order, with its logical flag", () => {
+    const s = steps({ op: "same", ...role }, { op: "update", ...bucket, diffs: ["tags"] }, ...replace(db));
+    expect(s.map((x) => [x.op, x.urn, x.logical])).toEqual([
+      ["same", urn(role.type, role.name), true],
+      ["update", urn(bucket.type, bucket.name), true],
+      ["create-replacement", urn(db.type, db.name), false],
+      ["replace", urn(db.type, db.name), true],
+      ["delete-replaced", urn(db.type, db.name), false],
+    ]);
+    expect(s[1]!.diffs).toEqual(["tags"]);
+  });
+
+  it("refuses events without the summary event: they are not all there", () => {
+    const events = eventsOf({ op: "create", ...role }).slice(0, -1);
+    expect(() => stepsOf(events)).toThrow("events incomplete: no summary event among 2 event(s)");
+  });
+
+  it("refuses events whose steps disagree with the summary's counts, for each counted op", () => {
+    expect(COUNTED_OPS).toEqual(["create", "update", "delete", "replace"]);
+    for (const op of COUNTED_OPS) {
+      const events = eventsOf({ op, ...role }, { op, ...bucket });
+      // A page lost in the middle: one step fewer than the summary counts.
+      const lost = [events[0], events[2], events[3]];
+      expect(() => stepsOf(lost), op).toThrow(
+        `events incomplete: the summary counts 2 ${op}(s), the events hold 1`,
+      );
+    }
+    // A step the summary does not count (or counts as 0) is as wrong.
+    const extra = eventsOf({ op: "create", ...role });
+    extra.splice(1, 0, pre({ op: "delete", ...bucket }));
+    expect(() => stepsOf(extra)).toThrow("the summary counts 0 delete(s), the events hold 1");
+  });
+
+  it("counts only logical steps, as the engine's summary does (a replacement's halves are not)", () => {
+    expect(steps(...replace(db)).length).toBe(3);
+    const events = eventsOf(...replace(db));
+    (
+      events.at(-1) as { summaryEvent: { resourceChanges: Record<string, number> } }
+    ).summaryEvent.resourceChanges = { replace: 1 };
+    expect(stepsOf(events)).toHaveLength(3);
+  });
+
+  it("refuses what is not Pulumi Cloud's events", () => {
+    expect(() => stepsOf({} as unknown as unknown[])).toThrow("the engine events are not a list");
+    expect(() => stepsOf([null])).toThrow("an engine event is not an object");
+    expect(() => stepsOf([{ type: "resourcePreEvent" }])).toThrow("a resourcePreEvent has no payload");
+    expect(() => stepsOf([{ type: "resourcePreEvent", resourcePreEvent: { metadata: {} } }])).toThrow(
+      "no op, type or urn",
+    );
+    expect(() => stepsOf([{ type: "summaryEvent", summaryEvent: {} }])).toThrow(
+      "the summary event has no resourceChanges",
+    );
+    expect(() => stepsOf([{ type: "summaryEvent" }])).toThrow("the summary event has no resourceChanges");
+  });
+
+  it("passes over other events (prelude, diagnostics, outputs)", () => {
+    const events = eventsOf({ op: "create", ...role });
+    events.splice(1, 0, {
+      timestamp: 1,
+      type: "diagnosticEvent",
+      diagnosticEvent: { message: "x" },
+    } as never);
+    events.splice(1, 0, {
+      timestamp: 1,
+      type: "resOutputsEvent",
+      resOutputsEvent: { metadata: { op: "delete" } },
+    } as never);
+    expect(stepsOf(events).map((s) => s.op)).toEqual(["create"]);
+  });
+});
+
+group("STOP_ON", () => {
+  it("is all, a comma-separated subset of the classes, or empty", () => {
+    expect(parseStopOn("all")).toBe("all");
+    expect(parseStopOn(" all ")).toBe("all");
+    expect(parseStopOn("")).toEqual([]);
+    expect(parseStopOn(undefined)).toEqual([]);
+    expect(parseStopOn(RISK_CLASSES.join(","))).toEqual(RISK_CLASSES);
+    expect(parseStopOn("loss, privilege")).toEqual(["loss", "privilege"]);
+    expect(() => parseStopOn("loss,deletes")).toThrow(
+      'STOP_ON must be "all", or classes among loss, privilege, exposure, cost, comma-separated; not "loss,deletes"',
+    );
+    expect(() => parseStopOn("loss,")).toThrow("STOP_ON must be");
+  });
+
+  const preview = steps(
+    { op: "same", ...role },
+    { op: "update", ...bucket, diffs: ["tags"] },
+    { op: "create", ...sg, inputs: { ingress: [{ cidrBlocks: ["0.0.0.0/0"] }] } },
+    { op: "read", type: "aws:iam/policy:Policy", name: "ro" },
+  );
+
+  it("stops on each class where a step has it, and not on a class no step has", () => {
+    for (const c of RISK_CLASSES) {
+      const stopped = stops(preview, [c]);
+      expect(
+        stopped.map((s) => s.step.urn),
+        c,
+      ).toEqual(c === "exposure" ? [urn(sg.type, sg.name)] : []);
+    }
+    expect(stops(preview, ["exposure"])[0]!.classes).toEqual(["exposure"]);
+    expect(stops(preview, [])).toEqual([]);
+  });
+
+  it("with all, stops on every step that changes something, and on none that changes nothing", () => {
+    expect(stops(preview, "all").map((s) => s.step.op)).toEqual(["update", "create"]);
+    expect(stops(steps(...NEUTRAL_OPS.map((op) => ({ op, ...role, name: op }))), "all")).toEqual([]);
+  });
+
+  it("says each stopped resource's name, type, op, classes and changed keys", () => {
+    const lines = stopLines(
+      stops(steps({ op: "update", ...role, diffs: ["assumeRolePolicy"] }, ...replace(db)), [
+        "loss",
+        "privilege",
+      ]),
+    );
+    expect(lines).toEqual([
+      "- app (aws:iam/role:Role): update, privilege; changes assumeRolePolicy",
+      "- db (aws:rds/instance:Instance): create-replacement, loss, cost",
+      "- db (aws:rds/instance:Instance): replace, loss, cost",
+      "- db (aws:rds/instance:Instance): delete-replaced, loss",
+    ]);
+    expect(stopLines(stops(steps({ op: "update", ...bucket, diffs: [] }), "all"))).toEqual([
+      "- data (aws:s3/bucketV2:BucketV2): update, a change",
+    ]);
+  });
+});
+
+group("compare", () => {
+  const p = (...m: Meta[]) => steps(...m);
+
+  it("passes an update that did what its preview showed, and records each step matched", () => {
+    const preview = p({ op: "same", ...role }, { op: "update", ...bucket, diffs: ["tags"] }, ...replace(db), {
+      op: "create",
+      ...sg,
+    });
+    const update = p(
+      { op: "same", ...role },
+      ...replace(db).reverse(),
+      { op: "update", ...bucket, diffs: ["tags"] },
+      { op: "create", ...sg },
+    );
+    const r = compare(preview, update);
+    expect(r.unexpected).toEqual([]);
+    expect(r.matched.map((m) => m.step.op)).toEqual([
+      "delete-replaced",
+      "replace",
+      "create-replacement",
+      "update",
+      "create",
+    ]);
+    for (const m of r.matched) expect(m.preview!.urn).toBe(m.step.urn);
+    expect(r.neutral.map((s) => s.op)).toEqual(["same"]);
+  });
+
+  it("passes steps that change nothing wherever they appear: same, read, refresh and the discards", () => {
+    const update = p(...NEUTRAL_OPS.map((op) => ({ op, ...bucket })));
+    expect(compare([], update)).toEqual({ matched: [], unexpected: [], neutral: update });
+    expect(NEUTRAL_OPS.every((op) => !changes({ op, type: "t" }))).toBe(true);
+    for (const op of [
+      "create",
+      "update",
+      "delete",
+      "replace",
+      "create-replacement",
+      "delete-replaced",
+      "import",
+      "import-replacement",
+    ])
+      expect(changes({ op, type: "t" }), op).toBe(true);
+  });
+
+  it("passes an update that did less than its preview (unknowns that turned out unchanged)", () => {
+    const r = compare(
+      p({ op: "update", ...bucket, diffs: ["policy"] }, { op: "create", ...sg }),
+      p({ op: "same", ...bucket }),
+    );
+    expect(r.unexpected).toEqual([]);
+  });
+
+  const why = (preview: Step[], update: Step[]) =>
+    compare(preview, update).unexpected.map((u) => [u.step.op, u.why]);
+
+  it("fails a new resource the preview did not show", () => {
+    expect(why(p({ op: "same", ...role }), p({ op: "create", ...bucket }))).toEqual([
+      ["create", "a new resource the preview did not show"],
+    ]);
+    expect(why([], p({ op: "delete", ...bucket }))).toEqual([
+      ["delete", "delete of a resource the preview did not show"],
+    ]);
+  });
+
+  it("fails an update that became a replace, or a delete", () => {
+    expect(why(p({ op: "update", ...db }), p(...replace(db)))).toEqual([
+      [
+        "create-replacement",
+        "the preview showed update, not create-replacement: the update became a loss the preview did not show",
+      ],
+      [
+        "replace",
+        "the preview showed update, not replace: the update became a loss the preview did not show",
+      ],
+      [
+        "delete-replaced",
+        "the preview showed update, not delete-replaced: the update became a loss the preview did not show",
+      ],
+    ]);
+    expect(why(p({ op: "update", ...db }), p({ op: "delete", ...db }))).toEqual([
+      ["delete", "the preview showed update, not delete: the update became a loss the preview did not show"],
+    ]);
+    // A replacement previewed, a delete done: a loss either way, but not the one shown.
+    expect(why(p(...replace(db)), p({ op: "delete", ...db }))).toEqual([
+      ["delete", "the preview showed create-replacement, replace, delete-replaced, not delete"],
+    ]);
+  });
+
+  it("fails a resource of another type (another URN) where the preview had one", () => {
+    const other = { type: "aws:s3/bucket:Bucket", name: "data" };
+    expect(why(p({ op: "update", ...bucket }), p({ op: "update", ...other }))).toEqual([
+      ["update", "update of a resource the preview did not show"],
+    ]);
+    // The same URN with another type cannot come from the engine (the URN holds the type), and is not matched.
+    const [u] = p({ op: "update", ...bucket });
+    expect(compare(p({ op: "update", ...bucket }), [{ ...u!, type: other.type }]).unexpected).toHaveLength(1);
+  });
+
+  it("fails an update where the preview showed no change, saying to preview again", () => {
+    expect(
+      why(p({ op: "same", ...bucket }, { op: "read", ...role }), p({ op: "update", ...bucket })),
+    ).toEqual([
+      [
+        "update",
+        "the preview showed no change (same): the state or the inputs moved after the preview; preview again to see it",
+      ],
+    ]);
+  });
+
+  it("fails a step that changed keys its preview step did not show changing", () => {
+    expect(
+      why(
+        p({ op: "update", ...bucket, diffs: ["tags"] }),
+        p({ op: "update", ...bucket, diffs: ["tags", "policy", "acl"] }),
+      ),
+    ).toEqual([["update", "changed policy, acl, which the preview did not show changing"]]);
+    // Where either side does not say which keys, the classes decide.
+    expect(why(p({ op: "update", ...bucket }), p({ op: "update", ...bucket, diffs: ["policy"] }))).toEqual([
+      ["update", "is privilege, which its preview step was not"],
+    ]);
+    expect(why(p({ op: "update", ...bucket }), p({ op: "update", ...bucket, diffs: ["tags"] }))).toEqual([]);
+    expect(why(p({ op: "update", ...bucket, diffs: ["policy"] }), p({ op: "update", ...bucket }))).toEqual(
+      [],
+    );
+  });
+
+  it("fails a step whose risk classes go beyond its preview step's", () => {
+    const open = { ingress: [{ cidrBlocks: ["0.0.0.0/0"] }] };
+    const closed = { ingress: [{ cidrBlocks: ["10.0.0.0/8"] }] };
+    expect(why(p({ op: "create", ...sg, inputs: closed }), p({ op: "create", ...sg, inputs: open }))).toEqual(
+      [["create", "is exposure, which its preview step was not"]],
+    );
+    expect(why(p({ op: "create", ...sg, inputs: open }), p({ op: "create", ...sg, inputs: closed }))).toEqual(
+      [],
+    );
+  });
+});
+
+group("what a person reads", () => {
+  it("names a resource by its URN's name and its type", () => {
+    expect(describe({ op: "create", type: role.type, urn: urn(role.type, "a::b") })).toBe(
+      "a::b (aws:iam/role:Role)",
+    );
+    expect(describe({ op: "create", type: role.type, urn: "not-a-urn" })).toBe(
+      "not-a-urn (aws:iam/role:Role)",
+    );
+    expect(describe({ op: "create", type: role.type })).toBe("? (aws:iam/role:Role)");
+  });
+
+  it("records each step that changes something: URN, type, op, classes and changed keys", () => {
+    expect(
+      recordOf(
+        steps(
+          { op: "same", ...role },
+          { op: "update", ...bucket, diffs: ["policy"] },
+          { op: "create", ...sg, inputs: {} },
+        ),
+      ),
+    ).toEqual([
+      {
+        urn: urn(bucket.type, bucket.name),
+        type: bucket.type,
+        op: "update",
+        classes: ["privilege"],
+        diffs: ["policy"],
+      },
+      { urn: urn(sg.type, sg.name), type: sg.type, op: "create", classes: [] },
+    ]);
+  });
+});
