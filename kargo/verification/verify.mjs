@@ -91,6 +91,8 @@ async function previewsOfCommit(accept = () => true) {
     .filter(isObject)
     .map((u) => u.version)
     .filter((v) => Number.isInteger(v) && v > 0);
+  // A preview before the stack's first update ran against version 0: asked for when the page reaches it.
+  if (versions.includes(1)) versions.push(0);
   for (const version of [...new Set(versions)].sort((a, b) => b - a)) {
     let entries;
     try {

@@ -19,7 +19,7 @@ func TestAllDigitCommit(t *testing.T) {
 		if v := argValue(base, "commit"); v == nil || *v != digits {
 			t.Fatalf("%s: commit argument %v, want %s", stage.GetName(), v, digits)
 		}
-		kind, _ := templateKind(stage, base)
+		kind := templateKind(base)
 		t.Run(tpl.GetName(), func(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)

@@ -20,7 +20,7 @@ func TestVerificationSurvivesDisruption(t *testing.T) {
 	kargo := plan.Load(t, "kargo")
 	cluster := inCluster(t, kargo)
 	for _, tr := range templateRuns(t, kargo, commit) {
-		kind, _ := templateKind(tr.stage, tr.base)
+		kind := templateKind(tr.base)
 		backoff := *tr.base.Spec.Metrics[0].Provider.Job.Spec.BackoffLimit
 		repeat := func(fate string, n int32) string {
 			return strings.TrimSuffix(strings.Repeat(fate+",", int(n)), ",")

@@ -21,12 +21,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// jobRun is what one Job did: the metric it measured (Rollouts' annotation), how it ended, its stderr.
+// jobRun is what one Job did: the metric it measured (Rollouts' annotation), how it ended, its stderr and
+// stdout (the record).
 type jobRun struct {
 	Name, Metric string
 	Condition    batchv1.JobConditionType
 	Reason       string
 	Stderr       string
+	Stdout       string
 }
 
 // jobController stands in for the kube Job controller, and only for it: a Job Argo Rollouts creates runs its
@@ -167,9 +169,10 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 			continue
 		}
 		began := time.Now()
-		exit, stderr, ran := c.exec(ctx, command, env, deadline)
+		exit, stderr, stdout, ran := c.exec(ctx, command, env, deadline)
 		deadline -= time.Since(began)
 		record.Stderr += stderr
+		record.Stdout += stdout
 		switch {
 		case !ran:
 			return // deleted, or the test is over
@@ -197,10 +200,11 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 	}
 }
 
-// deadline), stderr, and false when ctx ended first.
-func (c *jobController) exec(ctx context.Context, command, env []string, deadline time.Duration) (error, string, bool) {
+// exec runs one pod: node with the container's command and env; its exit (context.DeadlineExceeded past the
+// deadline), stderr, stdout, and false when ctx ended first.
+func (c *jobController) exec(ctx context.Context, command, env []string, deadline time.Duration) (error, string, string, bool) {
 	if !starting.acquire(ctx, c) {
-		return nil, "", false
+		return nil, "", "", false
 	}
 	started := false
 	release := func() {
@@ -213,17 +217,18 @@ func (c *jobController) exec(ctx context.Context, command, env []string, deadlin
 	r, w, err := os.Pipe()
 	if err != nil {
 		c.t.Error(err)
-		return nil, "", false
+		return nil, "", "", false
 	}
 	defer r.Close()
 	cmd := exec.Command("node", append([]string{"--import", fastClock()}, command[1:]...)...)
 	cmd.Env = env
 	cmd.ExtraFiles = []*os.File{w}
-	var stderr bytes.Buffer
+	var stderr, stdout bytes.Buffer
 	cmd.Stderr = &stderr
+	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return err, err.Error(), true
+		return err, err.Error(), "", true
 	}
 	w.Close()
 	loaded := make(chan struct{})
@@ -238,15 +243,15 @@ func (c *jobController) exec(ctx context.Context, command, env []string, deadlin
 			release()
 			timeout = time.After(deadline)
 		case err := <-exited:
-			return err, stderr.String(), true
+			return err, stderr.String(), stdout.String(), true
 		case <-timeout:
 			_ = cmd.Process.Kill()
 			<-exited
-			return context.DeadlineExceeded, stderr.String(), true
+			return context.DeadlineExceeded, stderr.String(), stdout.String(), true
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			<-exited
-			return nil, stderr.String(), false
+			return nil, stderr.String(), stdout.String(), false
 		}
 	}
 }

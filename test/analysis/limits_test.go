@@ -18,8 +18,8 @@ func TestWhatTheWebMetricCouldNotDecide(t *testing.T) {
 	kargo := plan.Load(t, "kargo")
 	cluster := inCluster(t, kargo)
 	for _, tr := range templateRuns(t, kargo, commit) {
-		tpl, stage, base := tr.template, tr.stage, tr.base
-		kind, protected := templateKind(stage, base)
+		tpl, base := tr.template, tr.base
+		kind := templateKind(base)
 
 		// A host that cannot show a certificate node trusts never answers: a captive portal or an
 		// intercepting proxy in front of Pulumi Cloud fails verification, never passes it.
@@ -124,11 +124,7 @@ func TestWhatTheWebMetricCouldNotDecide(t *testing.T) {
 					}
 					cloud.stack.mu.Lock()
 					defer cloud.stack.mu.Unlock()
-					changes := map[string]int{"same": 4}
-					if protected {
-						changes = map[string]int{"same": 4, "update": 1}
-					}
-					cloud.stack.previews[before] = []preview{asPreview(op(commit, c.result, t0, changes))}
+					cloud.stack.previews[before] = []preview{asPreview(op(commit, c.result, t0, map[string]int{"same": 4}))}
 				}
 				got, jobs := driveJobs(t, against(base, cloud.URL), time.Minute, cluster...)
 				if string(got.Status.Phase) != c.want {

@@ -212,7 +212,7 @@ type cloud struct {
 }
 
 var (
-	previewsPath = regexp.MustCompile(`/updates/(latest|[1-9][0-9]*)/previews$`)
+	previewsPath = regexp.MustCompile(`/updates/(latest|0|[1-9][0-9]*)/previews$`)
 	versionPath  = regexp.MustCompile(`/updates/([1-9][0-9]*)$`)
 	eventsPath   = regexp.MustCompile(`/(update|preview)/([^/]+)/events$`)
 	// stackPath is a stack's operations: /api/stacks/{organization}/{project}/{stack}/updates... and an

@@ -12,6 +12,7 @@ import (
 // while those before it stay listed under their version.
 func TestStandIn(t *testing.T) {
 	c := newCloud(t, token)
+	c.stack.unpreviewed = true
 	c.stack.setUpdates(op(commit, "succeeded", t0+200, nil), op(other, "succeeded", t0+100, nil), op(other, "failed", t0, nil))
 	c.stack.setPreviews(asPreview(op(other, "succeeded", t0, nil)), asPreview(op(commit, "succeeded", t0+100, nil)))
 	get := func(path string, auth bool) (int, []updateInfo) {
