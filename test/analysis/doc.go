@@ -15,8 +15,16 @@
 //     pkg/expressions/function/functions.go);
 //   - controller.go: the analysis controller set up as Argo Rollouts' own tests set it up (argo-rollouts
 //     v1.9.0 analysis/controller_test.go, newController), on a faster clock;
-//   - pulumicloud.go: a stand-in for Pulumi Cloud's REST API (stack updates and previews), on the routes of
-//     pulumi-cloud-sdk v1.20261110.0 apiclient/stacks_.go, answering with that SDK's own apitype types.
+//   - pulumicloud.go and events.go: a stand-in for Pulumi Cloud's REST API (stack updates and previews, an
+//     update by version, an operation's engine events in pages by continuationToken), on the routes of
+//     pulumi-cloud-sdk v1.20261110.0 apiclient/stacks_.go, answering with that SDK's own apitype types; the
+//     events of an operation as Pulumi's engine emits them (one resourcePreEvent per step, a summary
+//     counting the logical ones: pulumi/pulumi pkg/engine/update.go and events.go, read at v3.259.0 and
+//     v3.274.1, which bracket the CLI pin v3.270.0).
+//
+// The scenarios of verdicts_test.go (stops per risk class, an update compared with its preview, paging, a
+// stop through its approval to both update outcomes) run the Job's modules (kargo/verification) as the plan
+// ships them in its ConfigMap.
 //
 // Every model's upstream files and their sha256 are in test/upstream-mirrors.json (test/internal/upstream).
 package analysis

@@ -21,8 +21,9 @@ func urnOf(s step) string { return "urn:pulumi:dev::app::" + s.typ + "::" + s.na
 func (s step) logical() bool { return s.op != "create-replacement" && s.op != "delete-replaced" }
 
 // engineEvents is the events Pulumi Cloud holds for an operation with these steps: a prelude, one
-// resourcePreEvent per step and the summary counting them, in pulumi-cloud-sdk's own types (apitype
-// EngineEvent, AppResourcePreEvent, AppStepEventMetadata, AppSummaryEvent).
+// resourcePreEvent per step and the summary counting them, in pulumi-cloud-sdk's own types
+// (pulumi-cloud-sdk v1.20261110.0 apitype/engine_event_.go, app_step_event_metadata_.go,
+// app_summary_event_.go), served in pages of apitype/get_update_events_response_.go (pulumicloud.go).
 func engineEvents(preview bool, steps ...step) []apitype.EngineEvent {
 	events := []apitype.EngineEvent{{Timestamp: 1, Type: "preludeEvent", PreludeEvent: &apitype.AppPreludeEvent{Config: map[string]string{}}}}
 	changes := map[string]int{}

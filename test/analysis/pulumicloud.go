@@ -310,7 +310,7 @@ func (c *cloud) answer(r *http.Request) answer {
 	if strings.HasSuffix(r.URL.Path, "/updates") {
 		return jsonAnswer(map[string]any{"updates": page(st.updates, q)})
 	}
-	// GetStackUpdate: one version's update, as an UpdateInfo with its updateID.
+	// GetStackUpdate: one version's update, as an UpdateInfo with its updateID (apitype/update_info_.go).
 	if m := versionPath.FindStringSubmatch(r.URL.Path); m != nil {
 		version, _ := strconv.Atoi(m[1])
 		for _, u := range st.updates {
