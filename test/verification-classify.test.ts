@@ -155,6 +155,16 @@ describe("privilege", () => {
       expect(classifyStep(step)).not.toContain("privilege");
     });
 
+  it("takes a key set to null as not set, and a KMS grant's tags as no change of access", () => {
+    expect(classifyStep(create("aws:kms/key:Key", { policy: null }))).not.toContain("privilege");
+    expect(classifyStep(update("aws:kms/grant:Grant", undefined, undefined, ["tags"]))).not.toContain(
+      "privilege",
+    );
+    expect(classifyStep(update("aws:kms/grant:Grant", undefined, undefined, ["operations"]))).toContain(
+      "privilege",
+    );
+  });
+
   it("holds an update whose changed keys cannot be told (no diffs, no inputs) to be privilege", () => {
     expect(classifyStep(update("aws:iam/role:Role", undefined, undefined))).toEqual(["privilege"]);
     expect(classifyStep(update("aws:s3/bucket:Bucket", undefined, { policy: "{}" }))).toEqual(["privilege"]);
@@ -419,6 +429,46 @@ describe("exposure", () => {
     it(`is not ${name}`, () => {
       expect(classifyStep(step)).not.toContain("exposure");
     });
+
+  it("reads a value test only on an update that changes its keys", () => {
+    const open = { ingress: [{ cidrBlocks: [OPEN] }] };
+    const cases: [string, Record<string, unknown>][] = [
+      ["aws-native:ec2:SecurityGroup", { securityGroupIngress: [{ cidrIp: OPEN }] }],
+      ["aws-native:s3:Bucket", { accessControl: "PublicRead" }],
+      ["aws-native:elasticloadbalancingv2:LoadBalancer", { scheme: "internet-facing" }],
+      ["aws:ec2/instance:Instance", { associatePublicIpAddress: true }],
+      ["aws:ec2/subnet:Subnet", { mapPublicIpOnLaunch: true }],
+      ["aws:ec2/launchTemplate:LaunchTemplate", { networkInterfaces: [{ associatePublicIpAddress: true }] }],
+      ["aws:eks/cluster:Cluster", { vpcConfig: {} }],
+      [sg, open],
+    ];
+    for (const [type, inputs] of cases) {
+      expect(classifyStep(update(type, undefined, inputs, ["tags"])), type).not.toContain("exposure");
+      expect(classifyStep(update(type, {}, inputs)), type).toContain("exposure");
+    }
+  });
+
+  it("takes a public access block with any setting missing or null as not blocking", () => {
+    const partial = {
+      publicAccessBlockConfiguration: {
+        blockPublicAcls: true,
+        blockPublicPolicy: true,
+        ignorePublicAcls: true,
+      },
+    };
+    expect(classifyStep(create("aws-native:s3:Bucket", partial))).toContain("exposure");
+    expect(
+      classifyStep(
+        create("aws-native:s3:Bucket", {
+          publicAccessBlockConfiguration: { ...full(), restrictPublicBuckets: null },
+        }),
+      ),
+    ).toContain("exposure");
+    expect(classifyStep(create("aws:lb/loadBalancer:LoadBalancer", { internal: null }))).toContain(
+      "exposure",
+    );
+    expect(classifyStep(create(sg, { ingress: null }))).not.toContain("exposure");
+  });
 
   it("holds a step whose new inputs are unknown to match a value test (what cannot be told stops)", () => {
     expect(classifyStep(create(sg))).toContain("exposure");

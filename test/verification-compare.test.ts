@@ -312,6 +312,20 @@ group("compare", () => {
     ]);
   });
 
+  it("calls a loss new only when none of the resource's preview steps was one", () => {
+    const mixed = [...p({ op: "update", ...db }), ...p({ op: "delete-replaced", ...db })];
+    expect(why(mixed, p({ op: "delete", ...db }))).toEqual([
+      ["delete", "the preview showed update, delete-replaced, not delete"],
+    ]);
+    const read = [...p({ op: "read", ...db }), ...p({ op: "update", ...db })];
+    expect(why(read, p({ op: "delete", ...db }))).toEqual([
+      [
+        "delete",
+        "the preview showed read, update, not delete: the update became a loss the preview did not show",
+      ],
+    ]);
+  });
+
   it("fails a resource of another type (another URN) where the preview had one", () => {
     const other = { type: "aws:s3/bucket:Bucket", name: "data" };
     expect(why(p({ op: "update", ...bucket }), p({ op: "update", ...other }))).toEqual([

@@ -56,8 +56,8 @@ const unknown = (v) =>
   v === UNKNOWN || (Array.isArray(v) ? v.some(unknown) : isObject(v) && Object.values(v).some(unknown));
 /** A value that is one of `values`, or unknown. */
 const oneOf = (v, values) => unknown(v) || list(v).some((x) => values.includes(x));
-/** A boolean input that is false, or unknown; `absent` is what the provider assumes when it is not set. */
-const isFalse = (v, absent) => unknown(v) || (v === undefined || v === null ? absent === false : v === false);
+/** A boolean input that is false, unset (every provider default it stands for here is false), or unknown. */
+const isFalse = (v) => unknown(v) || v === undefined || v === null || v === false;
 const isTrue = (v, absent = false) =>
   unknown(v) || (v === undefined || v === null ? absent === true : v === true);
 const anyOf = (items, test) =>
@@ -263,7 +263,7 @@ export const RULES = [
     class: "exposure",
     types: ["aws:ec2/networkAclRule:NetworkAclRule"],
     when: (i) =>
-      isFalse(i.egress, false) &&
+      isFalse(i.egress) &&
       oneOf(i.ruleAction, ["allow"]) &&
       (oneOf(i.cidrBlock, OPEN_CIDRS) || oneOf(i.ipv6CidrBlock, OPEN_CIDRS)),
     why: "a network ACL allowing traffic in from anywhere",
@@ -276,7 +276,7 @@ export const RULES = [
     ],
     when: (i) =>
       ["blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"].some((k) =>
-        isFalse(i[k], false),
+        isFalse(i[k]),
       ),
     why: "S3 public access not blocked",
   },
@@ -297,7 +297,7 @@ export const RULES = [
       oneOf(i.accessControl, ["PublicRead", "PublicReadWrite", "AuthenticatedRead"]) ||
       !isObject(i.publicAccessBlockConfiguration) ||
       ["blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"].some((k) =>
-        isFalse(i.publicAccessBlockConfiguration[k], false),
+        isFalse(i.publicAccessBlockConfiguration[k]),
       ),
     why: "S3 public access not blocked, or a public ACL",
   },
@@ -323,7 +323,7 @@ export const RULES = [
     ],
     keys: ["internal"],
     // Internet-facing unless `internal` is true (pulumi-aws lb.LoadBalancer: internal defaults to false).
-    when: (i) => isFalse(i.internal, false),
+    when: (i) => isFalse(i.internal),
     why: "an internet-facing load balancer",
   },
   {

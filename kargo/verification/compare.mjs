@@ -157,7 +157,7 @@ function notShown(shown, u) {
 
 /** The URN's name and type, as a person reads them: `name (type)`. */
 export function describe(step) {
-  const parts = typeof step.urn === "string" ? step.urn.split("::") : [];
+  const parts = String(step.urn ?? "").split("::");
   const name = parts.length >= 4 ? parts.slice(3).join("::") : (step.urn ?? "?");
   return `${name} (${step.type})`;
 }
