@@ -16,10 +16,11 @@ import {
   verificationBackoffLimit,
   verificationContainerName,
   verificationScriptKey,
+  verificationScripts,
   verificationVerdictExitCodes,
   type AnalysisTemplateKind,
 } from "../lib/pipeline/verification";
-import { PULUMI_CLOUD_API, VERIFICATION_IMAGE, type Pipeline } from "../lib/pipeline/schema";
+import { PULUMI_CLOUD_API, RISK_CLASSES, VERIFICATION_IMAGE, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { withExtraProgram } from "./kargo-support";
 
@@ -257,4 +258,16 @@ it("fails a Job at once on a verdict, retries a disrupted pod without counting i
     expect(rules.every((r) => r.action === "Ignore" || r.action === "FailJob")).toBe(true);
     expect(rules.flatMap((r) => r.onExitCodes?.values ?? [])).not.toContain(137);
   }
+});
+
+it("ships every module the Job imports, and reads the same risk classes the pipeline's policies name", async () => {
+  const dir = path.join(repoRoot, "kargo/verification");
+  // Every relative import of every shipped module is shipped: the Job's node resolves them beside it.
+  for (const f of verificationScripts) {
+    const source = readFileSync(path.join(dir, f), "utf8");
+    for (const [, imported] of source.matchAll(/from\s+"\.\/([^"]+)"/g))
+      expect(verificationScripts, `${f} imports ${imported}`).toContain(imported);
+  }
+  const { RISK_CLASSES: classified } = await import("../kargo/verification/classify.mjs");
+  expect([...RISK_CLASSES]).toEqual([...classified]);
 });
