@@ -9,7 +9,12 @@ import base from "./stryker.config.mjs";
 export default {
   ...base,
   vitest: { configFile: "vitest.verification-mutation.config.mts", related: false },
-  mutate: ["kargo/verification/classify.mjs", "kargo/verification/compare.mjs"],
+  mutate: [
+    "kargo/verification/classify.mjs",
+    "kargo/verification/rules.mjs",
+    "kargo/verification/cost-rules.mjs",
+    "kargo/verification/compare.mjs",
+  ],
   incrementalFile: "reports/stryker-verification-incremental.json",
   htmlReporter: { fileName: "reports/mutation-verification/mutation.html" },
   jsonReporter: { fileName: "reports/mutation-verification/mutation.json" },

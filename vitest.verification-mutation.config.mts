@@ -8,7 +8,12 @@ export default defineConfig({
   ...base,
   test: {
     ...base.test,
-    include: ["test/verification-classify.test.ts", "test/verification-compare.test.ts"],
+    include: [
+      "test/verification-classify.test.ts",
+      "test/verification-exposure-cost.test.ts",
+      "test/verification-compare.test.ts",
+      "test/verification-events.test.ts",
+    ],
     reporters: ["default", "./test/mutation-load-failures.ts"],
   },
 });

@@ -78,7 +78,14 @@ export function policyArgValues(p: Pipeline, s: ProgramStage): { name: string; v
  * The modules of kargo/verification each verification Job runs, the ConfigMap's keys (where the Job mounts
  * it, each imports the others): the Job runs the first.
  */
-export const verificationScripts = ["verify.mjs", "cloud.mjs", "compare.mjs", "classify.mjs"] as const;
+export const verificationScripts = [
+  "verify.mjs",
+  "cloud.mjs",
+  "compare.mjs",
+  "classify.mjs",
+  "rules.mjs",
+  "cost-rules.mjs",
+] as const;
 export const verificationScriptKey = verificationScripts[0];
 const scriptDir = "/verification";
 
