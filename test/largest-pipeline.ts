@@ -43,7 +43,13 @@ export function largestDefinition(environments = MAX_ENVIRONMENTS, programs = MA
         dir: `programs/${PROJECT}-${programName(i)}`,
       })),
     ],
-    stacks: { ...definition.stacks, namespace: `${PROJECT}-stacks` },
+    stacks: {
+      ...definition.stacks,
+      namespace: `${PROJECT}-stacks`,
+      // Quantities as a fork might write them, in a form Kubernetes does not (whole cores in millicores,
+      // GiB in MiB): the Stacks must still survive PKO's updates (lib/pipeline/quantity.ts).
+      workspaceResources: { requests: { cpu: "1000m", memory: "1024Mi" }, limits: { memory: "2048Mi" } },
+    },
     environments: Object.fromEntries(
       envs.map((e) => [e, { pulumiStack: e, destructiveChangeApprovers: approvers }]),
     ),

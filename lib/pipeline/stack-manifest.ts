@@ -7,6 +7,7 @@ import { accountOf, previewServiceAccount } from "./accounts";
 import type { ProgramStage } from "./graph";
 import { stackManifestFile, stackObjectName, stageBranch } from "./names";
 import { pluginCopyClaimSpec } from "./plugin-cache";
+import { canonicalResources } from "./quantity";
 import type { Pipeline, Program } from "./schema";
 
 /** The program a program stage runs (validation makes sure it exists). */
@@ -90,7 +91,8 @@ export function stackManifest(p: Pipeline, s: ProgramStage) {
         image: program.workspaceImage,
         securityProfile: "restricted",
         // PKO's agent caps its own memory at the request (v2.9.0 workspace_controller.go AGENT_MEMLIMIT).
-        resources: program.resources,
+        // In the form PKO writes it back (lib/pipeline/quantity.ts).
+        resources: canonicalResources(program.resources),
         // The restricted profile runs as uid 1000 (PKO v2.9.0 workspace_controller.go), which has no home
         // directory in the language images but node's; PULUMI_HOME, and HOME for the runtime's own tools
         // (npm, uv, go), are a volume of the pod instead. Only the ~2 GB pulumi/pulumi has a -nonroot variant
