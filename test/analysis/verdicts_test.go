@@ -118,6 +118,13 @@ func TestPreviewStopsOnEachClass(t *testing.T) {
 				if c.want == successful {
 					return
 				}
+				// Argo Rollouts v1.9.0's job provider records no message for a failed Job (metricproviders/job/
+				// job.go, Resume: phase and finish time only), so the run's message, which Kargo shows as the
+				// stage's verification message (akuity/kargo v1.11.2 pkg/controller/stages/regular_stages.go,
+				// Message: ar.Status.Message), is the metric's verdict alone; the reason is the Job's log.
+				if want := `Metric "` + run.Spec.Metrics[0].Name + `" assessed Failed due to failed (1) > failureLimit (0)`; got.Status.Message != want {
+					t.Errorf("the run's message is %q, not %q: Rollouts now carries more of the Job's verdict; show it", got.Status.Message, want)
+				}
 				// What an approver reads: each stopped resource, its op, its class and changed keys; the preview's
 				// page in Pulumi Cloud; who decides and how.
 				project, stack := *argValue(run, "project"), *argValue(run, "stack")
