@@ -31,13 +31,12 @@ export function ciVariables(config: KargoConfig, region: string): Record<string,
     CLUSTER_STACK: config.ciClusterStack!,
     CLUSTER_SETUP_STACK: config.clusterSetupStack,
     KARGO_STACK: `${org}/${pulumi.getProject()}/${pulumi.getStack()}`,
-    // A team token (the workflows' default), or a personal or organization token named by type and scope.
+    // A team token (the workflows' default), or a personal or organization token named by type (and a
+    // personal one by scope; GitHub refuses a variable with an empty value, so an organization token has none).
     ...(token.type === "team"
       ? { PULUMI_PREVIEW_TEAM: token.team }
-      : {
-          PULUMI_PREVIEW_TOKEN_TYPE: `urn:pulumi:token-type:access_token:${token.type}`,
-          PULUMI_PREVIEW_SCOPE: token.type === "personal" ? `user:${token.user}` : "",
-        }),
+      : { PULUMI_PREVIEW_TOKEN_TYPE: `urn:pulumi:token-type:access_token:${token.type}` }),
+    ...(token.type === "personal" ? { PULUMI_PREVIEW_SCOPE: `user:${token.user}` } : {}),
     ...(config.ciProgramPreviewEnvironment
       ? { PROGRAM_PREVIEW_ENVIRONMENT: config.ciProgramPreviewEnvironment }
       : {}),

@@ -140,6 +140,13 @@ describe("the CI's settings as code", () => {
       PULUMI_PREVIEW_SCOPE: "user:ci-bot",
     });
     expect(personal).not.toHaveProperty("PULUMI_PREVIEW_TEAM");
+    // GitHub refuses an empty variable: an organization token sets its type alone.
+    const organization = variablesOf(
+      await planProject("kargo", { ...ci, "kargo:ciPulumiPreviewToken": "organization" }, secrets),
+    );
+    expect(organization.PULUMI_PREVIEW_TOKEN_TYPE).toBe("urn:pulumi:token-type:access_token:organization");
+    expect(organization).not.toHaveProperty("PULUMI_PREVIEW_SCOPE");
+    for (const value of Object.values(organization)) expect(value).not.toBe("");
   });
 
   it("keep the admin tokens secret", async () => {
