@@ -9,7 +9,7 @@ import { environmentStages, programStages, runStages } from "../lib/pipeline/gra
 import { freightLinks, stageLinks, stageSpec } from "../lib/pipeline/promotion";
 import { approverGroups, approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { pipelineMermaid } from "../lib/pipeline/diagram";
-import { RISK_CLASSES as CLASSIFIED } from "../kargo/verification/classify.mjs";
+import { RISK_CLASSES as CLASSIFIED, classifyStep } from "../kargo/verification/classify.mjs";
 import { analysisTemplateKinds } from "../lib/pipeline/verification";
 import { DEFAULT_STOP_ON, RISK_CLASSES, type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -87,6 +87,40 @@ describe("what stops each environment's Freight", () => {
   it("offers exactly the classes the classifier gives, in its order", () => {
     // The pipeline library imports nothing of the kargo project, so it keeps its own list; this holds them equal.
     expect([...RISK_CLASSES]).toEqual([...CLASSIFIED]);
+  });
+
+  it("stops and passes the docs' examples as docs/security-and-approvals.md says, per the example's policies", () => {
+    const stopsIn = (classes: string[]) =>
+      Object.keys(pipeline.environments)
+        .filter((name) => {
+          const { stopOn } = pipeline.environments[name]!.stopEveryPreview
+            ? { stopOn: "all" as const }
+            : { stopOn: pipeline.environments[name]!.stopOn ?? DEFAULT_STOP_ON };
+          return stopOn === "all" || classes.some((c) => stopOn.includes(c as never));
+        })
+        .sort();
+    const rolePolicy = classifyStep({ op: "create", type: "aws:iam/rolePolicy:RolePolicy", newInputs: {} });
+    const unblocked = classifyStep({
+      op: "update",
+      type: "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+      oldInputs: { blockPublicPolicy: true },
+      newInputs: { blockPublicPolicy: false },
+      diffs: ["blockPublicPolicy"],
+    });
+    const tagged = classifyStep({
+      op: "update",
+      type: "aws:s3/bucket:Bucket",
+      oldInputs: { tags: {} },
+      newInputs: { tags: { team: "a" } },
+      diffs: ["tags"],
+    });
+    expect([rolePolicy, unblocked, tagged]).toEqual([["privilege"], ["exposure"], []]);
+    // "in qa ... (privilege) or ... (exposure). In dev the same change passes"; a tag passes everywhere.
+    for (const classes of [rolePolicy, unblocked]) {
+      expect(stopsIn(classes)).toContain("qa");
+      expect(stopsIn(classes)).not.toContain("dev");
+    }
+    expect(stopsIn(tagged)).toEqual([]);
   });
 
   it("tells each preview what its environment stops on, who decides and which update stage they approve", () => {
