@@ -183,3 +183,18 @@ export function bruteForceMoments(p: Pick<Pipeline, "stages" | "programs">, limi
   }
   return running;
 }
+
+/**
+ * Whether the program stages `running` can have one Freight at one moment, none of them having verified it:
+ * the stages that can verify it first, in the order the stages come, without any of `running` (a set of
+ * verified stages can always grow by one that takes the Freight from it), must give each of them the Freight.
+ */
+export function runTogether(p: Pick<Pipeline, "stages" | "programs">, running: string[]): boolean {
+  const all = runStages(p);
+  const done = new Set<string>();
+  const takes = (s: (typeof all)[number]) =>
+    s.from === "warehouse" ||
+    (s.requireAll ? s.from.every((u) => done.has(u)) : s.from.some((u) => done.has(u)));
+  for (const s of all) if (!running.includes(s.name) && takes(s)) done.add(s.name);
+  return all.filter((s) => running.includes(s.name)).every(takes);
+}

@@ -17,7 +17,13 @@ import {
 } from "../lib/cli/plan/capacity";
 import { planChain } from "../lib/cli/plan/projects";
 import { docPages } from "../lib/markdown";
-import { bruteForceMoments, generateShape, validatedShape, withMoreEnvironments } from "./capacity-support";
+import {
+  bruteForceMoments,
+  generateShape,
+  runTogether,
+  validatedShape,
+  withMoreEnvironments,
+} from "./capacity-support";
 import { ofType, planProject } from "./helpers";
 
 const pipeline = validatePipeline(definition);
@@ -76,6 +82,21 @@ describe("the workspaces one Freight starts at once", () => {
     for (const kind of ["sideBySideGates", "anyOf", "requireAll", "dependencies"] as const)
       expect(shapes.filter(({ shape }) => shape[kind]).length, kind).toBeGreaterThan(0);
     expect(anyOfMatters).toBeGreaterThan(0);
+  });
+
+  it("counts large generated pipelines: a set that runs together, no fewer than if every stage waited for all", () => {
+    for (const seed of [1, 2, 3]) {
+      const p = validatedShape(generateShape(seed, { environments: 40, programs: 4 }), definition);
+      const running = concurrentStages(p);
+      expect(programStages(p).length).toBeGreaterThan(100);
+      expect(
+        runTogether(
+          p,
+          running.map((s) => s.name),
+        ),
+      ).toBe(true);
+      expect(running.length).toBeGreaterThanOrEqual(concurrentStages(allOf(p)).length);
+    }
   });
 
   it("runs gates side by side at once: people approve them together", () => {
