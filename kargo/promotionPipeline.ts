@@ -16,7 +16,7 @@ import {
   stageSpec,
   warehouseSpec,
 } from "../lib/pipeline/promotion";
-import { stackAdmission } from "../lib/pipeline/admission";
+import { stackAdmission, stackAdmissionName, stageAdmissionName } from "../lib/pipeline/admission";
 import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { applicationSpec } from "../lib/pipeline/stack-manifest";
 import {
@@ -236,24 +236,32 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // Before any Stack can be synced: the API server admits a Stack only as the planned Stack of the stage
     // whose Application applies it (lib/pipeline/admission.ts), whatever a stage branch holds. One small
     // policy per program stage and one for every other name, so no expression grows with the pipeline.
+    // Each program Stage waits for its own binding and the one for every other name, not for every stage's:
+    // a thousand stages each depending on every binding would make the plan quadratic in the stages.
     const policies = new Map<string, k8s.admissionregistration.v1.ValidatingAdmissionPolicy>();
-    const bindings = stackAdmission(p).map((o) => {
+    const bindings = new Map<string, k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding>();
+    for (const o of stackAdmission(p)) {
       if (o.kind === "ValidatingAdmissionPolicy") {
-        const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        policies.set(
           o.metadata.name,
-          { metadata: o.metadata, spec: o.spec },
-          k8sOpts,
+          new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            o.metadata.name,
+            { metadata: o.metadata, spec: o.spec },
+            k8sOpts,
+          ),
         );
-        policies.set(o.metadata.name, policy);
-        return undefined;
+      } else {
+        bindings.set(
+          o.metadata.name,
+          new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            o.metadata.name,
+            { metadata: o.metadata, spec: o.spec },
+            { ...k8sOpts, dependsOn: [policies.get(o.spec.policyName)!] },
+          ),
+        );
       }
-      return new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-        o.metadata.name,
-        { metadata: o.metadata, spec: o.spec },
-        { ...k8sOpts, dependsOn: [policies.get(o.spec.policyName)!] },
-      );
-    });
-    const bound = bindings.filter((b) => b !== undefined);
+    }
+    const unplanned = bindings.get(stackAdmissionName(p))!;
 
     // The plugin cache is ready before any stage can promote, so no workspace waits for its first snapshot.
     // Here, not on a stage branch: it belongs to the pipeline, not to a Freight.
@@ -280,7 +288,16 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           },
           {
             ...k8sOpts,
-            dependsOn: [warehouse, task, script, ...templates, ...applications, ...bound, ...cache],
+            dependsOn: [
+              warehouse,
+              task,
+              script,
+              ...templates,
+              ...applications,
+              ...[bindings.get(stageAdmissionName(p, s.name))].filter((b) => b !== undefined),
+              unplanned,
+              ...cache,
+            ],
           },
         ),
       );

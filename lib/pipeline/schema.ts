@@ -88,7 +88,7 @@ const access = z.custom<ProgramAccess>(
 /** Environments: each is an IAM role and a ServiceAccount in cluster-setup. */
 export const MAX_ENVIRONMENTS = 20;
 /** Programs: each runs in every environment stage. */
-export const MAX_PROGRAMS = 10;
+export const MAX_PROGRAMS = 25;
 /** Stages of the definition: gates, previews and updates. */
 export const MAX_STAGES = 100;
 /**

@@ -142,6 +142,13 @@ const enforcedWithin = 5 * time.Minute
 // on an existing Stack too), is refused by that policy. Before then, anything would be admitted.
 func (adm *stackAdmission) waitEnforced(t testing.TB, in *installation, s *unstructured.Unstructured) {
 	t.Helper()
+	if err := adm.enforced(in, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// enforced is waitEnforced's wait, for a goroutine: it says why it gave up instead of ending the test.
+func (adm *stackAdmission) enforced(in *installation, s *unstructured.Unstructured) error {
 	untracked := s.DeepCopy()
 	unstructured.RemoveNestedField(untracked.Object, "metadata", "annotations", trackingAnnotation)
 	_ = unstructured.SetNestedField(untracked.Object, strings.Repeat("7", 40), "spec", "commit")
@@ -150,10 +157,10 @@ func (adm *stackAdmission) waitEnforced(t testing.TB, in *installation, s *unstr
 	for {
 		err := in.dryRun(untracked)
 		if err != nil && strings.Contains(err.Error(), "'"+policy+"'") {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s does not refuse an untracked %s %s after it was applied (last answer: %v)", policy, s.GetName(), enforcedWithin, err)
+			return fmt.Errorf("%s does not refuse an untracked %s %s after it was applied (last answer: %v)", policy, s.GetName(), enforcedWithin, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

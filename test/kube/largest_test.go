@@ -81,31 +81,12 @@ func doDeployLargest(t *testing.T, in *installation) (*largest, string) {
 		return nil, err.Error()
 	}
 	start := time.Now()
-	// Four at a time: the server is local, each apply waits on its round trip more than on the server.
-	errs := make(chan string, len(l.Admission))
-	work := make(chan *unstructured.Unstructured)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range work {
-				if _, err := in.apply(ctx, o); err != nil {
-					errs <- o.GetKind() + " " + o.GetName() + ": " + err.Error()
-				}
-			}
-		}()
-	}
-	for _, o := range l.Admission {
-		work <- o
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	var refused []string
-	for e := range errs {
-		refused = append(refused, e)
-	}
+	refused := inParallel(l.Admission, func(o *unstructured.Unstructured) string {
+		if _, err := in.apply(ctx, o); err != nil {
+			return o.GetKind() + " " + o.GetName() + ": " + err.Error()
+		}
+		return ""
+	})
 	if len(refused) > 0 {
 		return nil, "the API server refused the largest pipeline's admission objects:\n" + strings.Join(refused, "\n")
 	}
@@ -128,15 +109,20 @@ func TestLargestPipelineAdmission(t *testing.T) {
 		t.Fatalf("%d Stacks are planned, %d bound to a policy of their own", len(l.applied), len(adm.byName))
 	}
 	start := time.Now()
-	for _, s := range l.applied {
+	problems := inParallel(l.applied, func(s *unstructured.Unstructured) string {
 		if adm.byName[s.GetName()] == "" {
-			t.Errorf("no policy is bound to the planned Stack %s", s.GetName())
-			continue
+			return "no policy is bound to the planned Stack " + s.GetName()
 		}
-		adm.waitEnforced(t, in, promoted(s))
+		if err := adm.enforced(in, promoted(s)); err != nil {
+			return err.Error()
+		}
 		if err := in.dryRun(promoted(s)); err != nil {
-			t.Errorf("the planned Stack %s, promoted, as its Application applies it, was refused: %v", s.GetName(), err)
+			return "the planned Stack " + s.GetName() + ", promoted, as its Application applies it, was refused: " + err.Error()
 		}
+		return ""
+	})
+	for _, p := range problems {
+		t.Error(p)
 	}
 	t.Logf("admitted %d planned Stacks, each refused untracked by its own policy, in %s", len(l.applied), time.Since(start).Round(time.Millisecond))
 	// First, middle and last stage, each forged from another identity.
@@ -291,4 +277,34 @@ func equalJSON(a, b any) bool {
 	ra, _ := json.Marshal(a)
 	rb, _ := json.Marshal(b)
 	return bytes.Equal(ra, rb)
+}
+
+// inParallel runs check on each object, four at a time (the server is local: each request waits on its
+// round trip more than on the server), and returns what the checks said, in no particular order.
+func inParallel(objects []*unstructured.Unstructured, check func(*unstructured.Unstructured) string) []string {
+	out := make(chan string, len(objects))
+	work := make(chan *unstructured.Unstructured)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range work {
+				if problem := check(o); problem != "" {
+					out <- problem
+				}
+			}
+		}()
+	}
+	for _, o := range objects {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	close(out)
+	var problems []string
+	for p := range out {
+		problems = append(problems, p)
+	}
+	return problems
 }
