@@ -4,6 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { clusterProvider, platformTags } from "../lib/platform";
 import * as random from "@pulumi/random";
 import { ArgoCd } from "./addons/argoCd";
+import { argoCdNotificationValues, argoCdSubscriptions } from "./addons/argoCdNotifications";
 import { argoRollouts } from "./addons/argoRollouts";
 import { certManager } from "./addons/certManager";
 import { HelmAddon, mergeValues } from "../lib/helmAddon";
@@ -63,6 +64,8 @@ const argoCd = new ArgoCd("argocd", {
   stacksRepoURL: config.stacksRepoURL,
   stacksNamespace: config.stacksNamespace,
   projectName: config.argocdProject,
+  // A stage that fails before its verification (a failed sync, a Degraded Stack), to the same destinations.
+  notifications: argoCdNotificationValues(destinations),
   values: config.argoCdValues,
 });
 
@@ -155,3 +158,6 @@ export const argocdAdminPassword = argoCdAdminPassword.result;
 export const argoRolloutsNamespace = argoRolloutsAddon.namespace;
 // Where notifications go, or that none are sent (no destination configured).
 export const notifications = notificationSummary(destinations);
+// The annotations kargo puts on each stage's Application to subscribe it to Argo CD's notifications; none
+// without a destination.
+export const argocdSubscriptions = argoCdSubscriptions(destinations);

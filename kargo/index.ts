@@ -123,6 +123,7 @@ export = async () => {
     },
     pulumiAccessToken: config.pulumiReadToken ?? setup.pulumiAccessToken,
     kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
+    argocdSubscriptions: setup.argocdSubscriptions,
   });
   if (!config.gitReadToken)
     pulumi.log.warn(

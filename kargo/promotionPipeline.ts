@@ -6,7 +6,7 @@ import * as random from "@pulumi/random";
 import { argocd, kargo, rollouts } from "../lib/crds";
 import type { StageSpec } from "../lib/crds/generated/kargo";
 import type { DeepInput } from "../lib/crds/input";
-import { notifyKeys } from "../lib/pipeline/notify";
+import { applicationNotice, notifyKeys } from "../lib/pipeline/notify";
 import { programStages, runStages } from "../lib/pipeline/graph";
 import { names } from "../lib/pipeline/names";
 import {
@@ -50,6 +50,11 @@ export interface PromotionPipelineArgs {
   pulumiAccessToken: pulumi.Input<string>;
   /** Kargo's UI for this project (`https://<host>/project/<project>`), linked from each notification. */
   kargoProjectUrl: pulumi.Input<string>;
+  /**
+   * cluster-setup's annotations subscribing each stage's Application to Argo CD's notifications (a failed
+   * sync, a Degraded Stack); empty when no destination is configured.
+   */
+  argocdSubscriptions?: Record<string, string>;
 }
 
 /** A Stage's spec with Kargo's address among the facts its verification's runs carry (lib/pipeline/notify.ts). */
@@ -225,7 +230,13 @@ export class PromotionPipeline extends pulumi.ComponentResource {
             metadata: {
               name: stackObjectName(p, s.name),
               namespace: args.argocdNamespace,
-              annotations: { "kargo.akuity.io/authorized-stage": `${p.project}:${s.name}` },
+              annotations: {
+                "kargo.akuity.io/authorized-stage": `${p.project}:${s.name}`,
+                // What Argo CD's notifications name, and where they go (cluster-setup argoCdNotifications.ts).
+                ...applicationNotice(p, s),
+                [notifyKeys.kargoProjectUrl]: args.kargoProjectUrl,
+                ...args.argocdSubscriptions,
+              },
             },
             spec: applicationSpec(p, s, { argocdProject: args.argocdProject }),
           },

@@ -46,6 +46,8 @@ export interface ClusterSetup {
   cognitoApproverGroups: string[];
   argocdNamespace: string;
   argocdProject: string;
+  /** Annotations subscribing each stage's Application to Argo CD's notifications; empty without a destination. */
+  argocdSubscriptions: Record<string, string>;
 }
 
 export async function readClusterSetup(stackName: string): Promise<ClusterSetup> {
@@ -91,6 +93,9 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
     cognitoApproverGroups: await plain("cognitoApproverGroups"),
     argocdNamespace: await plain("argocdNamespace"),
     argocdProject: await plain("argocdProject"),
+    // Optional: a cluster-setup from before notifications has none, and so subscribes nothing.
+    argocdSubscriptions:
+      ((await ref.getOutputDetails("argocdSubscriptions")).value as Record<string, string> | undefined) ?? {},
   };
 }
 

@@ -80,22 +80,32 @@ try {
   // -count=1: the engines read the TypeScript side through subprocesses, which Go's test cache cannot see.
   // -timeout=30m: the first run builds kube-apiserver from source inside the tests (test/internal/apiserver),
   // which can outlast go test's default 10 minutes on two busy cores.
-  const args = [
-    "test",
-    "-json",
-    "-count=1",
-    "-timeout=30m",
-    ...(process.argv.length > 2 ? process.argv.slice(2) : ["./..."]),
-  ];
-  const run = spawnSync("go", args, {
-    cwd: testDir,
-    encoding: "utf8",
-    maxBuffer: 256 << 20,
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
-  });
-  report(run.stdout ?? "");
-  process.exitCode = run.status ?? 1;
+  // Two modules: test/go.mod, and test/argocdnotify/go.mod (Argo CD's notifications at the engine Argo CD
+  // pins, which test/go.mod cannot hold beside the one Argo Rollouts pins). A package path under
+  // ./argocdnotify/ runs in that module.
+  const nested = "argocdnotify";
+  const given = process.argv.slice(2);
+  const runs: { dir: string; targets: string[] }[] =
+    given.length === 0
+      ? [
+          { dir: testDir, targets: ["./..."] },
+          { dir: path.join(testDir, nested), targets: ["./..."] },
+        ]
+      : given[0]!.replace(/^\.\//, "").startsWith(`${nested}/`)
+        ? [{ dir: path.join(testDir, nested), targets: ["./...", ...given.slice(1)] }]
+        : [{ dir: testDir, targets: given }];
+  for (const { dir, targets } of runs) {
+    const args = ["test", "-json", "-count=1", "-timeout=30m", ...targets];
+    const run = spawnSync("go", args, {
+      cwd: dir,
+      encoding: "utf8",
+      maxBuffer: 256 << 20,
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
+    });
+    report(run.stdout ?? "");
+    if (run.status !== 0) process.exitCode = run.status ?? 1;
+  }
 } finally {
   fs.rmSync(planDir, { recursive: true, force: true });
 }

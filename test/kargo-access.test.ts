@@ -7,6 +7,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline/access";
 import { programStages } from "../lib/pipeline/graph";
+import { applicationNotice, notifyKeys } from "../lib/pipeline/notify";
 import { names, stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
 import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
 import { approverGroups } from "../lib/pipeline/rbac";
@@ -83,8 +84,11 @@ describe("kargo project", () => {
     for (const s of programStages(pipeline)) {
       const app = apps.find((a) => a.metadata.name === stackObjectName(pipeline, s.name))!;
       expect(app.metadata.namespace).toBe(setup.outputs.argocdNamespace);
+      // The stage's facts for Argo CD's notifications; no subscription without a destination.
       expect(app.metadata.annotations).toEqual({
         "kargo.akuity.io/authorized-stage": `${pipeline.project}:${s.name}`,
+        ...applicationNotice(pipeline, s),
+        [notifyKeys.kargoProjectUrl]: expect.stringMatching(/^https:\/\/.+\/project\//),
       });
       expect(app.spec.project).toBe(setup.outputs.argocdProject);
       expect(app.spec.syncPolicy?.automated).toBeUndefined();

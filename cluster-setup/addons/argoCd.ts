@@ -31,6 +31,12 @@ export interface ArgoCdArgs {
   stacksNamespace: string;
   /** Name of that AppProject. */
   projectName: string;
+  /**
+   * The chart's `notifications` values (argoCdNotifications.ts): `{ enabled: false }` without a destination.
+   * With one, Argo CD also keeps each resource's health in the Application's status, where the Degraded
+   * message reads the Stack's health message from (argo-cd v3.4.4 controller.resource.health.persist).
+   */
+  notifications: Values;
   values?: pulumi.Input<Values>;
 }
 
@@ -47,10 +53,11 @@ export class ArgoCd extends pulumi.ComponentResource {
         // Kargo and the CLI are the way in; no SSO broker is needed inside Argo CD.
         dex: { enabled: false },
         // Two t4g.medium nodes hold the platform and six workspaces (test/capacity.test.ts): no pods for
-        // what the platform never uses (ApplicationSets, notifications), and requests that say what each
+        // what the platform never uses (ApplicationSets), and requests that say what each
         // component needs, so the scheduler does not pack workspaces onto memory that is already in use.
+        // Notifications run only when a destination is configured (a stage failing before its verification).
         applicationSet: { replicas: 0 },
-        notifications: { enabled: false },
+        notifications: args.notifications,
         controller: { resources: { requests: { cpu: "100m", memory: "256Mi" } } },
         repoServer: { resources: { requests: { cpu: "50m", memory: "128Mi" } } },
         server: { resources: { requests: { cpu: "50m", memory: "128Mi" } } },
@@ -63,6 +70,7 @@ export class ArgoCd extends pulumi.ComponentResource {
             "application.resourceTrackingMethod": "annotation",
             "resource.customizations.health.pulumi.com_Stack": stackHealthCheck,
           },
+          ...(args.notifications.enabled ? { params: { "controller.resource.health.persist": "true" } } : {}),
           secret: {
             argocdServerAdminPassword: pulumi.secret(args.adminPasswordHash),
             argocdServerAdminPasswordMtime: "2026-01-01T00:00:00Z",

@@ -33,7 +33,7 @@ export const notificationTemplates = [
 type TemplateName = (typeof notificationTemplates)[number];
 
 /** YAML without folding: each template reads in the ConfigMap as it is written here. */
-const yaml = (value: unknown) => YAML.stringify(value, { lineWidth: 0 });
+export const yaml = (value: unknown) => YAML.stringify(value, { lineWidth: 0 });
 
 const annotation = (key: string) => `rollout.metadata.annotations?.[${JSON.stringify(key)}]`;
 const kind = annotation(notifyKeys.kind);
@@ -86,7 +86,9 @@ const prelude = [
  * Slack's mrkdwn reads `<...>` as a link or a mention and `&` as an entity: every value goes through this, so
  * a reason holding `<!channel>` or `<https://x|y>` shows as text (api.slack.com/reference/surfaces/formatting).
  */
-const s = (name: string) => `{{ ${name} | replace "&" "&amp;" | replace "<" "&lt;" | replace ">" "&gt;" }}`;
+export const slackText = (name: string) =>
+  `{{ ${name} | replace "&" "&amp;" | replace "<" "&lt;" | replace ">" "&gt;" }}`;
+const s = slackText;
 
 /** Per template: its Slack text, and the webhook's JSON fields (each value JSON-encoded by toJson). */
 const texts: Record<TemplateName, { slack: string; event: string; fields: string[] }> = {
@@ -128,17 +130,16 @@ function template(name: TemplateName): string {
   });
 }
 
-/** The `notifications` values of the argo-rollouts chart: none when no destination is configured. */
-export function rolloutsNotificationValues(d: NotificationDestinations): Values | undefined {
-  if (!d.slack && !d.webhook) return undefined;
-  const recipients = [...(d.slack ? [`slack:${d.slack.channel}`] : []), ...(d.webhook ? [webhookName] : [])];
+/**
+ * The pieces every engine of ours shares for the configured destinations (Argo Rollouts' and Argo CD's
+ * notifications, both argoproj/notifications-engine): the Secret's items (Pulumi secrets), the notifiers
+ * that read them as `$<key>`, and the subscription recipients (`slack:<channel>`, the webhook's name).
+ */
+export function destinationServices(d: NotificationDestinations) {
   return {
-    secret: {
-      create: true,
-      items: {
-        ...(d.slack ? { [secretKeys.slackToken]: pulumi.secret(d.slack.token) } : {}),
-        ...(d.webhook ? { [secretKeys.webhookUrl]: pulumi.secret(d.webhook.url) } : {}),
-      },
+    secretItems: {
+      ...(d.slack ? { [secretKeys.slackToken]: pulumi.secret(d.slack.token) } : {}),
+      ...(d.webhook ? { [secretKeys.webhookUrl]: pulumi.secret(d.webhook.url) } : {}),
     },
     notifiers: {
       ...(d.slack ? { "service.slack": yaml({ token: `$${secretKeys.slackToken}` }) } : {}),
@@ -151,6 +152,17 @@ export function rolloutsNotificationValues(d: NotificationDestinations): Values 
           }
         : {}),
     },
+    recipients: [...(d.slack ? [`slack:${d.slack.channel}`] : []), ...(d.webhook ? [webhookName] : [])],
+  };
+}
+
+/** The `notifications` values of the argo-rollouts chart: none when no destination is configured. */
+export function rolloutsNotificationValues(d: NotificationDestinations): Values | undefined {
+  if (!d.slack && !d.webhook) return undefined;
+  const { secretItems, notifiers, recipients } = destinationServices(d);
+  return {
+    secret: { create: true, items: secretItems },
+    notifiers,
     templates: Object.fromEntries(notificationTemplates.map((n) => [`template.${n}`, template(n)])),
     triggers: Object.fromEntries(
       Object.entries(notificationTriggers).map(([n, conditions]) => [`trigger.${n}`, yaml(conditions)]),

@@ -76,3 +76,14 @@ export function verificationNotice(p: Pipeline, s: ProgramStage): Record<string,
     [notifyKeys.stackUrl]: `${p.pulumi.consoleUrl}/${p.pulumi.organization}/${program.project}/${env.pulumiStack}`,
   };
 }
+
+/**
+ * The facts a program stage's Argo CD Application carries for Argo CD's notifications, which announce a
+ * sync that fails or a Stack that goes Degraded before any verification runs
+ * (cluster-setup/addons/argoCdNotifications.ts); kargo adds Kargo's address and the subscriptions.
+ */
+export function applicationNotice(p: Pipeline, s: ProgramStage): Record<string, string> {
+  const notice = verificationNotice(p, s);
+  const keys = [notifyKeys.stage, notifyKeys.program, notifyKeys.environment, notifyKeys.stackUrl];
+  return Object.fromEntries(keys.map((k) => [k, notice[k]!]));
+}
