@@ -1,6 +1,6 @@
 // The environments' identities in the AWS accounts kargo/pipeline.ts names (environments.<name>.aws). The
-// account trusts the cluster's OIDC issuer directly (docs/security-and-approvals.md, "Environments in other
-// AWS accounts"): an IAM OIDC provider there, an update role per environment and one read-only preview role,
+// account trusts the cluster's OIDC issuer directly (docs/accounts.md, "How the workspace reaches the
+// account"): an IAM OIDC provider there, an update role per environment and one read-only preview role,
 // each assumable by exactly one ServiceAccount of the cluster, with the programs' policies. cluster-setup
 // made those ServiceAccounts, annotated with these roles' fixed names. Removing an environment from the
 // pipeline removes its role and policies on the next `pulumi up`; the last one of an account, its provider.

@@ -18,10 +18,6 @@ const inAccount = (aws: { accountId: string; region?: string }, ...names: string
   withEnvironments(Object.fromEntries(names.map((n) => [n, { ...base.environments[n]!, aws }])));
 
 describe("an environment's AWS account", () => {
-  it("is left out of the example: every environment acts in the cluster's account", () => {
-    expect(namedAccounts(basePipeline.environments)).toEqual([]);
-  });
-
   const hostile: [string, { accountId: string; region?: string }, RegExp][] = [
     [
       "eleven digits",

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { fork } from "../lib/fork";
+import { accountOf, accountRoleName, namedAccounts, roleArn } from "../lib/pipeline/accounts";
 import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
 import { kubernetesObjects } from "../lib/cli/plan/output";
@@ -126,9 +127,36 @@ describe("cluster-setup project", () => {
     );
   });
 
-  const identities = [...Object.keys(pipeline.environments), "preview"];
+  // Environments naming an AWS account get their role there from kargo (lib/pipeline/accounts.ts); here only
+  // their ServiceAccounts, and one preview ServiceAccount per such account.
+  const named = namedAccounts(pipeline.environments);
+  const remote = Object.keys(pipeline.environments).filter((e) => accountOf(pipeline.environments, e));
+  const local = Object.keys(pipeline.environments).filter((e) => !remote.includes(e));
+  const identities = [...Object.keys(pipeline.environments), "preview", ...named.map((a) => `preview-${a}`)];
 
-  it.each(identities)(
+  it("annotates each environment in another account, and its previews, with the role kargo makes there", () => {
+    const annotated = (name: string) =>
+      one(plan, "kubernetes:core/v1:ServiceAccount", `stacks-${name}`).inputs.metadata as Record<string, any>;
+    for (const env of remote) {
+      const account = accountOf(pipeline.environments, env)!;
+      expect(
+        ofType(plan, "aws:iam/role:Role").filter((r) => r.name === `stacks-${env}`),
+        env,
+      ).toEqual([]);
+      expect(annotated(env).annotations["eks.amazonaws.com/role-arn"]).toBe(
+        roleArn("aws", account, accountRoleName("pulumi-stacks", env)),
+      );
+    }
+    for (const account of named)
+      expect(annotated(`preview-${account}`).annotations["eks.amazonaws.com/role-arn"]).toBe(
+        roleArn("aws", account, accountRoleName("pulumi-stacks")),
+      );
+    expect(ofType(plan, "aws:iam/role:Role").filter((r) => r.name.startsWith("stacks-")).length).toBe(
+      local.length + 1,
+    );
+  });
+
+  it.each([...local, "preview"])(
     "lets exactly ServiceAccount pulumi-stacks-%s assume its own role, for the STS audience only",
     (suffix) => {
       const role = one(plan, "aws:iam/role:Role", `stacks-${suffix}`);
@@ -192,9 +220,13 @@ describe("cluster-setup project", () => {
     expect(role("stacks-previews").rules).toEqual([
       { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] },
     ]);
-    expect(binding("stacks-previews").subjects).toEqual([
-      { kind: "ServiceAccount", name: "pulumi-stacks-preview", namespace: "pulumi-stacks" },
-    ]);
+    expect(binding("stacks-previews").subjects).toEqual(
+      ["preview", ...named.map((a) => `preview-${a}`)].map((s) => ({
+        kind: "ServiceAccount",
+        name: `pulumi-stacks-${s}`,
+        namespace: "pulumi-stacks",
+      })),
+    );
   });
 
   it("grants the program rules cluster-wide only when stackRbacScope is cluster", async () => {

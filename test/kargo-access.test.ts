@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline/access";
+import { accountOf, accountRoleName, namedAccounts } from "../lib/pipeline/accounts";
 import { programStages } from "../lib/pipeline/graph";
 import { applicationNotice, notifyKeys } from "../lib/pipeline/notify";
 import { names, stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
@@ -148,7 +149,10 @@ describe("kargo project", () => {
       ({
         ...outputs,
         network: {},
-        previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
+        previewIdentity: {
+          serviceAccountName: outputs.previewServiceAccountName,
+          roleArn: outputs.previewRoleArn,
+        },
         ebsCsiDriver,
         volumeSnapshots,
       }) as unknown as ClusterSetup;
@@ -197,6 +201,10 @@ describe("kargo project", () => {
       const identities = setup.outputs.stackIdentities as Record<string, { roleName: string }>;
       const withAccess = pipeline.programs.filter((x) => x.aws);
       const environments = Object.keys(pipeline.environments);
+      // Environments naming an AWS account have their roles there, made by kargo (lib/pipeline/accounts.ts).
+      const accounts = namedAccounts(pipeline.environments);
+      const base = pipeline.stacks.serviceAccountName;
+      const inCluster = environments.some((e) => accountOf(pipeline.environments, e) === undefined);
       expect(
         policies()
           .map((p) => p.name)
@@ -205,19 +213,33 @@ describe("kargo project", () => {
         withAccess
           .flatMap((x) => [
             ...environments.map((e) => policyResourceName(x.name, e)),
-            policyResourceName(x.name),
+            ...(inCluster ? [policyResourceName(x.name)] : []),
+            ...accounts.map((a) => policyResourceName(x.name, undefined, a)),
           ])
           .sort(),
       );
       for (const x of withAccess) {
         for (const env of environments) {
           const { role, document } = policy(policyResourceName(x.name, env));
-          expect(role, `${x.name} in ${env}`).toBe(identities[env]!.roleName);
+          expect(role, `${x.name} in ${env}`).toBe(
+            accountOf(pipeline.environments, env) === undefined
+              ? identities[env]!.roleName
+              : accountRoleName(base, env),
+          );
           expect(document, `${x.name} in ${env}`).toEqual(updatePolicy(pipeline, x, env));
         }
-        const { role, document } = policy(policyResourceName(x.name));
-        expect(role, x.name).toBe(setup.outputs.previewRoleName);
-        expect(document, x.name).toEqual(previewPolicy(pipeline, x));
+        if (inCluster) {
+          const { role, document } = policy(policyResourceName(x.name));
+          expect(role, x.name).toBe(setup.outputs.previewRoleName);
+          expect(document, x.name).toEqual(previewPolicy(pipeline, x));
+        }
+        for (const account of accounts) {
+          const { role, document } = policy(policyResourceName(x.name, undefined, account));
+          expect(role, `${x.name} previews in ${account}`).toBe(accountRoleName(base));
+          expect(document, `${x.name} previews in ${account}`).toEqual(
+            previewPolicy(pipeline, x, "aws", account),
+          );
+        }
       }
     });
   });
@@ -227,7 +249,10 @@ describe("kargo project", () => {
     const agreeing = {
       ...outputs,
       network: {},
-      previewIdentity: { serviceAccountName: outputs.previewServiceAccountName },
+      previewIdentity: {
+        serviceAccountName: outputs.previewServiceAccountName,
+        roleArn: outputs.previewRoleArn,
+      },
     } as unknown as ClusterSetup;
     expect(() => checkAgainstClusterSetup(pipeline, agreeing)).not.toThrow();
     const gate = pipeline.stages.find((s) => s.kind === "gate")!;

@@ -1,18 +1,21 @@
 // `npm run docs`: redraws what the documentation shows of kargo/pipeline.ts and the plan: the pipeline diagram
 // (README.md), the capacity table (this pipeline's workspaces beside the planned platform on the planned nodes)
 // and the idle-cost table (lib/cli/plan/costs.ts over every planned resource), both in
-// docs/capacity-and-cost.md, and the idle cost the README states.
+// docs/capacity-and-cost.md, the idle cost the README states, and what every planned IAM role reaches as an IAM
+// policy engine answers (docs/security-and-approvals.md).
 import { withoutSourceMaps } from "./plan/fast-start";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { pipeline as definition } from "../../kargo/pipeline";
-import { docPages } from "../markdown";
+import { docPages, replaceBetweenMarkers } from "../markdown";
 import { withDiagram } from "../pipeline/diagram";
 import { PipelineError } from "../pipeline/schema";
 import { validatePipeline } from "../pipeline/validate";
 import { capacityTable, plannedCapacity, withCapacityTable } from "./plan/capacity";
 import { monthlyCost, withCostTable, withCostTotal } from "./plan/costs";
 import { ProgramError } from "./plan/harness";
+import { IAM_TABLE_END, IAM_TABLE_START, iamReach, iamReachTable } from "./plan/iam-reach";
+import { PLAN_ACCOUNT_ID } from "./plan/mocks";
 import { planChain, repoRoot } from "./plan/projects";
 
 /** Each page's text redrawn; written only once every page has been redrawn, and only where it changed. */
@@ -32,11 +35,16 @@ export async function writeDocs(): Promise<string[]> {
   const plans = await planChain();
   const planned = plannedCapacity(plans, pipeline);
   const cost = monthlyCost(plans.flatMap((plan) => plan.resources));
+  const iam = iamReachTable(await iamReach(pipeline, plans, PLAN_ACCOUNT_ID));
   const notes = rewrite([
     [docPages.readme, (text) => withCostTotal(withDiagram(text, pipeline), cost)],
     [
       docPages.capacityAndCost,
       (text) => withCostTable(withCapacityTable(text, capacityTable(planned)), cost),
+    ],
+    [
+      docPages.securityAndApprovals,
+      (text) => replaceBetweenMarkers(text, IAM_TABLE_START, IAM_TABLE_END, iam),
     ],
   ]);
   const { report } = planned;
