@@ -70,6 +70,29 @@ describe("a stage failing before its verification (Argo CD notifications)", () =
       ).toEqual([]);
   });
 
+  it("subscribes nothing over a cluster-setup from before the subscriptions output", async () => {
+    const [cluster, setup] = await planChain({ project: "cluster-setup" });
+    const { argocdSubscriptions, ...older } = setup!.upstream.outputs;
+    expect(argocdSubscriptions).toEqual({});
+    const config = readStackConfig("kargo");
+    const kargo = await planProgram({
+      projectDir: path.join(repoRoot, "kargo"),
+      project: "kargo",
+      stack: config.stack,
+      config: config.values,
+      secretKeys: config.secretKeys,
+      upstream: { cluster: cluster!.upstream, "cluster-setup": { ...setup!.upstream, outputs: older } },
+    });
+    const apps = (kubernetesObjects(kargo) as { kind: string; metadata: { annotations: object } }[]).filter(
+      (o) => o.kind === "Application",
+    );
+    expect(apps.length).toBe(programStages(pipeline).length);
+    for (const app of apps)
+      expect(
+        Object.keys(app.metadata.annotations).some((k) => k.startsWith("notifications.argoproj.io/")),
+      ).toBe(false);
+  });
+
   it("with destinations, configures Argo CD with the same Secret keys and notifiers, and subscribes every stage's Application", async () => {
     const { setup, apps } = await planBoth(destinations, secret);
     const values = release(setup, "argo-cd").inputs.values as Values;
