@@ -150,6 +150,35 @@ describe("a fork with an environment in another AWS account", () => {
   }, 120_000);
 });
 
+describe("a fork naming an account that is not one", () => {
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), "fork-bad-account-"));
+  beforeAll(async () => {
+    await copyOfRepository(copy);
+    fs.appendFileSync(
+      path.join(copy, "kargo/pipeline.ts"),
+      `\npipeline.environments[${JSON.stringify(last)}]!.aws = { accountId: "12345" };\n`,
+    );
+  }, 60_000);
+  afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
+
+  it("is refused by cluster-setup's config, before anything of it is planned, naming the key and the field", async () => {
+    const failed = await run(
+      process.execPath,
+      ["--import", "tsx", "lib/cli/plan.ts", "--project", "cluster-setup"],
+      {
+        cwd: copy,
+      },
+    ).then(
+      () => undefined,
+      (err: { stderr: string }) => err.stderr,
+    );
+    expect(failed).toContain(
+      `cluster-setup:stackEnvironments: environment "${last}": kargo/pipeline.ts environments.${last}.aws.accountId "12345" is not an AWS account ID; allowed: exactly twelve digits`,
+    );
+    expect(failed).not.toMatch(/\n\s+at /);
+  }, 60_000);
+});
+
 describe("preparing the other account (npm run account)", () => {
   it("is one command: pulumi up of account/, its stack named after the account, its provider allowed only there", () => {
     const input = {
