@@ -222,8 +222,9 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // nothing; it never syncs by itself. The promotion's argocd-update asks for a hard refresh before the
     // sync (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/argocd_updater.go), so Argo CD resolves the
     // new branch at once.
-    const applications = programStages(p).map(
-      (s) =>
+    const applications = new Map(
+      programStages(p).map((s) => [
+        s.name,
         new argocd.Application(
           stackObjectName(p, s.name),
           {
@@ -242,6 +243,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           },
           k8sOpts,
         ),
+      ]),
     );
 
     // Before any Stack can be synced: the API server admits a Stack only as the planned Stack of the stage
@@ -289,6 +291,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
 
     const stages = new Map<string, kargo.Stage>();
     for (const s of runStages(p)) {
+      const application = applications.get(s.name);
       stages.set(
         s.name,
         new kargo.Stage(
@@ -299,12 +302,14 @@ export class PromotionPipeline extends pulumi.ComponentResource {
           },
           {
             ...k8sOpts,
+            // Its own Application (the one its promotion syncs), not every stage's: each of a thousand stages
+            // depending on every Application made the plan quadratic in the stages.
             dependsOn: [
               warehouse,
               task,
               script,
               ...templates,
-              ...applications,
+              ...(application ? [application] : []),
               ...[bindings.get(stageAdmissionName(p, s.name))].filter((b) => b !== undefined),
               unplanned,
               ...cache,

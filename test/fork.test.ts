@@ -16,6 +16,7 @@ import type { Pipeline, PipelineInput } from "../lib/pipeline/schema";
 import { programStageName, topologicalOrder } from "../lib/pipeline/graph";
 import { stackConfigFile, stackManifestFile } from "../lib/pipeline/names";
 import { unexpectedStderr } from "./helpers";
+import { copyOfRepository } from "./repo-copy";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { repoRoot } from "../lib/cli/plan/projects";
 
@@ -115,21 +116,6 @@ function pipelineSource(p: PipelineInput): string {
 };`;
   expect(body).not.toContain(fork.githubRepo);
   return `${ours.replace(declaration, "const ours: PipelineInput = {")}\nexport const pipeline: PipelineInput = ${body}\n`;
-}
-
-/** A copy of the repository as a fresh clone of the working tree has it (tracked and new files, none ignored). */
-async function copyOfRepository(copy: string): Promise<void> {
-  const { stdout } = await run("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
-    cwd: repoRoot,
-  });
-  const files = stdout
-    .split("\0")
-    .filter((f) => f && fs.lstatSync(path.join(repoRoot, f), { throwIfNoEntry: false })?.isFile());
-  for (const file of files) {
-    fs.mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
-    fs.copyFileSync(path.join(repoRoot, file), path.join(copy, file));
-  }
-  fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(copy, "node_modules"));
 }
 
 /** A program's stack config file for an environment of a definition (validated or not). */
