@@ -60,20 +60,24 @@ export function withoutEnvironment(p: PipelineInput, env: string): PipelineInput
   return { ...p, environments, stages };
 }
 
-/** The pipeline with environment `name`: a gate of its own after the last stage, then its preview and update. */
+/**
+ * The pipeline with environment `name`: a gate of its own after the last stage, then its preview and update.
+ * Listed first, in `environments` and in `stages`, though it runs last: nothing may depend on the order a
+ * valid pipeline lists them in (docs/make-it-yours.md adds `prod` as the first key).
+ */
 export function withEnvironment(p: PipelineInput, name: string, approvers: string): PipelineInput {
   const last = topologicalOrder(validatePipeline(p).stages).at(-1)!.name;
   return {
     ...p,
     environments: {
+      [name]: { pulumiStack: name, destructiveChangeApprovers: [approvers] },
       ...p.environments,
-      [name]: { pulumiStack: name, deciders: [approvers] },
     },
     stages: [
-      ...p.stages,
       { name: `approvalgate${name}`, kind: "gate", from: [last], approvers: [approvers] },
       { name: `${name}preview`, kind: "preview", environment: name, from: [`approvalgate${name}`] },
       { name, kind: "update", environment: name, from: [`${name}preview`] },
+      ...p.stages,
     ],
   };
 }
@@ -150,7 +154,8 @@ describe("a fork", () => {
     // docs/make-it-yours.md's steps: the pipeline, the new environment's stack config in every program's folder (a
     // copy of another environment's), its approver group in cluster-setup.
     fs.writeFileSync(path.join(copy, "kargo/pipeline.ts"), pipelineSource(forked));
-    const template = Object.keys(forked.environments)[0]!;
+    // A copy of an environment the repository has (whatever the order the fork lists them in).
+    const template = Object.keys(forked.environments).find((env) => env in definition.environments)!;
     for (const x of programs) {
       fs.copyFileSync(
         path.join(copy, configFile(definition, x, template)),
@@ -280,7 +285,9 @@ describe("a fork adding a program", () => {
 
   it("is listed for the workflows, with an update stage and its stack in every environment", () => {
     expect(report.programs.find((x) => x.name === name)).toEqual({ name, dir, project, runtime: "yaml" });
-    expect(report.stages.filter((s) => s.program === name)).toEqual(
+    // Compared whatever order each lists them in: the tool lists them in dependency order.
+    const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
+    expect(report.stages.filter((s) => s.program === name).sort(byName)).toEqual(
       environmentStages
         .filter((s) => s.kind === "update")
         .map((s) => ({
@@ -290,7 +297,8 @@ describe("a fork adding a program", () => {
           stack: stackOf(s.environment),
           dir,
           runtime: "yaml",
-        })),
+        }))
+        .sort(byName),
     );
   });
 
