@@ -2,6 +2,8 @@
 // own. Checks the values with the rules the programs apply (lib/forkIdentity.ts), rewrites lib/fork.ts, points
 // the example stack configs at the organization, then regenerates stacks/ and the docs (`npm run stacks`,
 // `npm run docs`) and prints every file that changed. With no option in a terminal it asks for each value.
+// `--account <environment>=<account ID>[:<region>]` also points environments at AWS accounts of their own
+// (lib/cli/personalize-account.ts).
 import { withoutSourceMaps } from "./plan/fast-start";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -13,13 +15,23 @@ import { pipeline as definition } from "../../kargo/pipeline";
 import { fork } from "../fork";
 import { identityFields, identityProblems, renderFork, type ForkIdentity } from "../forkIdentity";
 import { docPages } from "../markdown";
+import { accountOf } from "../pipeline/accounts";
 import { normalDir } from "../pipeline/names";
+import {
+  accountChoices,
+  accountNextStep,
+  accountsWritten,
+  accountUsage,
+  pipelineFile,
+  type AccountChoice,
+} from "./personalize-account";
 
 export const repoRoot = path.resolve(__dirname, "..", "..");
 const forkFile = "lib/fork.ts";
 
 const usage = `usage: npm run personalize -- ${identityFields.map((f) => `--${f.option} <value>`).join(" ")}
   ${identityFields.map((f) => `--${f.option}: ${f.label}`).join("\n  ")}
+  ${accountUsage}
 Run in a terminal with no option, it asks for each value.`;
 
 /** Example stack configs naming another stack of the organization: `<org>/<project>/<stack>`. */
@@ -71,7 +83,7 @@ export async function askIdentity(
 function snapshot(root: string, stacksDir: string): Map<string, string | undefined> {
   // What `npm run docs` rewrites: the README's diagram and idle total, the capacity and cost tables.
   const docs = [docPages.readme, docPages.capacityAndCost].map((page) => path.relative(repoRoot, page));
-  const files = [forkFile, ...docs, ...exampleStackRefs.map((r) => r.file)];
+  const files = [forkFile, pipelineFile, ...docs, ...exampleStackRefs.map((r) => r.file)];
   const dir = path.join(root, stacksDir);
   if (fs.existsSync(dir))
     files.push(
@@ -118,13 +130,19 @@ export async function personalize(io: PersonalizeIO): Promise<number> {
   const say = (text: string) => io.output.write(`${text}\n`);
   const fail = (text: string) => io.errors.write(`${text}\n`);
   let values: Record<string, string | undefined>;
+  let accounts: string[];
   try {
-    values = parseArgs({
+    const parsed = parseArgs({
       args: io.args,
-      options: Object.fromEntries(identityFields.map((f) => [f.option, { type: "string" as const }])),
+      options: {
+        ...Object.fromEntries(identityFields.map((f) => [f.option, { type: "string" as const }])),
+        account: { type: "string", multiple: true },
+      },
       strict: true,
       allowPositionals: false,
-    }).values as Record<string, string | undefined>;
+    }).values;
+    accounts = (parsed.account as string[] | undefined) ?? [];
+    values = parsed as Record<string, string | undefined>;
   } catch (err) {
     fail(`${(err as Error).message}\n${usage}`);
     return 2;
@@ -132,7 +150,7 @@ export async function personalize(io: PersonalizeIO): Promise<number> {
 
   const current: ForkIdentity = { ...fork };
   let wanted: ForkIdentity;
-  if (identityFields.every((f) => values[f.option] === undefined)) {
+  if (identityFields.every((f) => values[f.option] === undefined) && accounts.length === 0) {
     if (!io.interactive) {
       fail(`nothing to do: give at least one option (or run it in a terminal to be asked)\n${usage}`);
       return 2;
@@ -148,15 +166,28 @@ export async function personalize(io: PersonalizeIO): Promise<number> {
     for (const f of identityFields) if (values[f.option] !== undefined) wanted[f.key] = values[f.option]!;
   }
 
-  const problems = identityProblems(wanted, (f) => `--${f.option}`);
+  const choices = accountChoices(accounts, definition, root);
+  const problems = [
+    ...identityProblems(wanted, (f) => `--${f.option}`),
+    ...choices.filter((c): c is string => typeof c === "string"),
+  ];
   if (problems.length > 0) {
     fail(`${problems.join("\n")}\nnothing written\n${usage}`);
     return 2;
   }
 
   const stacksDir = normalDir(definition.stacks.dir ?? "stacks");
+  const chosen = choices as AccountChoice[];
+  let pipelineText: { file: string; text: string };
+  try {
+    pipelineText = await accountsWritten(root, chosen);
+  } catch (err) {
+    fail(`${(err as Error).message}\nnothing written`);
+    return 2;
+  }
   const before = snapshot(root, stacksDir);
   applyIdentity(root, wanted);
+  if (before.get(pipelineFile) !== pipelineText.text) fs.writeFileSync(pipelineText.file, pipelineText.text);
   const regenerated = spawnSync(process.execPath, ["--import", "tsx", "lib/cli/regenerate.ts"], {
     cwd: root,
     encoding: "utf8",
@@ -175,8 +206,19 @@ export async function personalize(io: PersonalizeIO): Promise<number> {
   for (const f of identityFields) {
     if (current[f.key] !== wanted[f.key]) say(`${f.key}: ${current[f.key]} -> ${wanted[f.key]}`);
   }
+  const accountText = (aws: AccountChoice["aws"] | undefined) =>
+    aws ? `${aws.accountId}${aws.region ? ` (${aws.region})` : ""}` : "the cluster's account";
+  const moved = chosen.filter(
+    (c) => accountText(definition.environments[c.environment]!.aws) !== accountText(c.aws),
+  );
+  for (const c of moved)
+    say(
+      `environments.${c.environment}.aws: ${accountText(definition.environments[c.environment]!.aws)} -> ${accountText(c.aws)}`,
+    );
   if (changed.length === 0) say("nothing changed: this fork already has these values");
   else say(`changed: ${changed.join(", ")}`);
+  for (const c of moved.filter((m) => accountOf(definition.environments, m.environment) !== m.aws.accountId))
+    say(accountNextStep(c));
   return 0;
 }
 
