@@ -73,7 +73,7 @@ describe("a fork with an environment in another AWS account", () => {
     await node(["lib/cli/docs.ts"]);
     await node(["lib/cli/plan.ts", "--out", path.join(copy, "plan-out")]);
     plans = readPlan(path.join(copy, "plan-out"));
-  }, 180_000);
+  });
   afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 
   it("makes the environment's identities in its account through a provider pinned there, the others' as before", () => {
@@ -135,7 +135,7 @@ describe("a fork with an environment in another AWS account", () => {
       (err: { stdout: string; stderr: string }) => ({ ...err, failed: true }),
     );
     expect("failed" in result ? `${result.stdout}\n${result.stderr}` : "", "the fork's tests").toBe("");
-  }, 300_000);
+  });
 
   it("treats the cluster's own account, named, as the same account: no second OIDC provider, no other provider", async () => {
     declare(PLAN_ACCOUNT_ID);
@@ -147,7 +147,7 @@ describe("a fork with an environment in another AWS account", () => {
     expect(kargo.filter((r) => r.type === "pulumi:providers:aws")).toHaveLength(1);
     const rows = await iamReach(inAccount(PLAN_ACCOUNT_ID), same, PLAN_ACCOUNT_ID);
     expect(rows.filter((r) => !r.ok).map((r) => `${r.identity} | ${r.question} | ${r.answer}`)).toEqual([]);
-  }, 120_000);
+  });
 });
 
 describe("a fork naming an account that is not one", () => {
@@ -158,7 +158,7 @@ describe("a fork naming an account that is not one", () => {
       path.join(copy, "kargo/pipeline.ts"),
       `\npipeline.environments[${JSON.stringify(last)}]!.aws = { accountId: "12345" };\n`,
     );
-  }, 60_000);
+  });
   afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 
   it("is refused by cluster-setup's config, before anything of it is planned, naming the key and the field", async () => {
@@ -176,7 +176,7 @@ describe("a fork naming an account that is not one", () => {
       `cluster-setup:stackEnvironments: environment "${last}": kargo/pipeline.ts environments.${last}.aws.accountId "12345" is not an AWS account ID; allowed: exactly twelve digits`,
     );
     expect(failed).not.toMatch(/\n\s+at /);
-  }, 60_000);
+  });
 });
 
 describe("preparing the other account (npm run account)", () => {
@@ -259,7 +259,7 @@ describe("preparing the other account (npm run account)", () => {
       ),
     ).toBe(false);
     expect(await can(role!, "s3:CreateBucket", "arn:aws:s3:::anything", role!.account)).toBe(false);
-  }, 60_000);
+  });
 
   it("refuses a deployer that is not a role ARN, naming the key", async () => {
     await expect(
