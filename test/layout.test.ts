@@ -83,3 +83,44 @@ describe("the import graph", () => {
     expect(entries.filter((f) => !under("lib/cli")(f) && !under("test")(f))).toEqual([]);
   });
 });
+
+// The house rule: no source file over 400 lines. Generated CRD types (lib/crds/generated/) are exempt, and so
+// are lock files, JSON, YAML and Markdown, which this list of extensions leaves out. Untracked files a commit
+// would add count too, so a new long file fails here before it lands.
+const MAX_LINES = 400;
+const sourceExtensions = ["ts", "mts", "mjs", "go", "lua", "sh"];
+const exempt = ["lib/crds/generated/", "node_modules/"];
+
+describe("the size of each source file", () => {
+  const files = execFileSync(
+    "git",
+    ["ls-files", "-co", "--exclude-standard", "--", ...sourceExtensions.map((e) => `*.${e}`)],
+    { cwd: repoRoot, encoding: "utf8" },
+  )
+    .split("\n")
+    .filter(
+      (f) =>
+        f &&
+        !exempt.some((dir) => f.startsWith(dir) || f.includes(`/${dir}`)) &&
+        fs.existsSync(path.join(repoRoot, f)),
+    );
+  /** Lines as `wc -l` counts them, plus a last line with no newline after it. */
+  const linesOf = (file: string) => {
+    const text = fs.readFileSync(path.join(repoRoot, file), "utf8");
+    return text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+  };
+
+  it("reads the TypeScript and the Go, and none of the generated CRD types", () => {
+    expect(files).toContain("test/layout.test.ts");
+    expect(files.some((f) => f.endsWith(".go"))).toBe(true);
+    expect(files.filter((f) => f.startsWith("lib/crds/generated/"))).toEqual([]);
+  });
+
+  it(`has no file over ${MAX_LINES} lines`, () => {
+    const over = files
+      .map((file) => ({ file, lines: linesOf(file) }))
+      .filter(({ lines }) => lines > MAX_LINES)
+      .map(({ file, lines }) => `${file}: ${lines} lines (at most ${MAX_LINES})`);
+    expect(over).toEqual([]);
+  });
+});
