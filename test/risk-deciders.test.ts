@@ -6,7 +6,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { programStages, runStages } from "../lib/pipeline/graph";
 import { freightLinks, stageLinks } from "../lib/pipeline/promotion";
 import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
-import { DEFAULT_STOP_ON, RISK_CLASSES } from "../lib/pipeline/schema";
+import { DEFAULT_STOP_ON, RISK_CLASSES, isProtected, riskPolicy } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { withExtraProgram } from "./kargo-support";
 import { kubernetesObjects } from "../lib/cli/plan/output";
@@ -27,20 +27,21 @@ describe("who may let a stop through", () => {
       .sort();
 
   it("maps each environment's deciders to its own ServiceAccount, for every program's update stage there", () => {
-    // Every environment of the default pipeline stops on something, with deciders of its own.
+    // Each environment that stops on something has a role of its own, for its deciders.
     expect(roles.map((r) => [r.environment, r.stage, r.serviceAccount.name])).toEqual(
-      environments.filter((e) => e.update).map((e) => [e.name, e.update!.name, `decider-${e.update!.name}`]),
+      environments
+        .filter((e) => e.update && isProtected(pipeline.environments[e.name]!))
+        .map((e) => [e.name, e.update!.name, `decider-${e.update!.name}`]),
     );
+    expect(roles.length).toBeGreaterThan(0);
     for (const role of roles) {
       expect(JSON.parse(role.serviceAccount.annotations["rbac.kargo.akuity.io/claims"]!)).toEqual({
-        "cognito:groups": definition.environments[role.environment]!.deciders,
+        "cognito:groups": riskPolicy(pipeline.environments[role.environment]!).deciders,
       });
       expect([...role.stages].sort(), role.environment).toEqual(updatesOf(pipeline, role.environment));
       expect(role.stages, role.environment).toHaveLength(pipeline.programs.length);
     }
-    const unprotected = validatePipeline(
-      withEnvironments({ [first.name]: { ephemeral: true, stopOn: undefined, deciders: undefined } }),
-    );
+    const unprotected = validatePipeline(withEnvironments({ [first.name]: { ephemeral: true } }));
     expect(deciderRoles(unprotected).map((r) => r.environment)).toEqual(
       roles.map((r) => r.environment).filter((e) => e !== first.name),
     );

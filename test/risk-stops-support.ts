@@ -9,16 +9,35 @@ import { validatePipeline } from "../lib/pipeline/validate";
 type EnvironmentInput = PipelineInput["environments"][string];
 export const pipeline = validatePipeline(definition);
 
-/** kargo/pipeline.ts with some environments' fields replaced (`undefined` removes a field). */
+/** The fields of an environment's risk policy, new and old names. */
+const policyFields = [
+  "stopOn",
+  "stopEveryPreview",
+  "deciders",
+  "destructiveChangeApprovers",
+  "protected",
+  "ephemeral",
+];
+
+/**
+ * kargo/pipeline.ts with some environments' risk policies replaced whole: each named environment keeps its
+ * other fields but only the policy given (`undefined` leaves a field out), so no field a fork set there
+ * (stopEveryPreview beside a given stopOn, say) contradicts it.
+ */
 export const withEnvironments = (envs: Record<string, Partial<Record<keyof EnvironmentInput, unknown>>>) =>
   ({
     ...definition,
     environments: Object.fromEntries(
       Object.entries(definition.environments).map(([name, env]) => [
         name,
-        Object.fromEntries(
-          Object.entries({ ...env, ...envs[name] }).filter(([, value]) => value !== undefined),
-        ),
+        name in envs
+          ? Object.fromEntries(
+              Object.entries({
+                ...Object.fromEntries(Object.entries(env).filter(([field]) => !policyFields.includes(field))),
+                ...envs[name],
+              }).filter(([, value]) => value !== undefined),
+            )
+          : env,
       ]),
     ),
   }) as PipelineInput;

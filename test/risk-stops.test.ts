@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
+import { accountOf, accountRoleName, roleArn } from "../lib/pipeline/accounts";
 import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { programStages } from "../lib/pipeline/graph";
 import { stageSpec } from "../lib/pipeline/promotion";
@@ -11,7 +12,13 @@ import { approverGroups, deciderRoles } from "../lib/pipeline/rbac";
 import { pipelineMermaid } from "../lib/pipeline/diagram";
 import { RISK_CLASSES as CLASSIFIED, classifyStep } from "../kargo/verification/classify.mjs";
 import { analysisTemplateKinds } from "../lib/pipeline/verification";
-import { DEFAULT_STOP_ON, RISK_CLASSES, type PipelineInput } from "../lib/pipeline/schema";
+import {
+  DEFAULT_STOP_ON,
+  RISK_CLASSES,
+  riskPolicy,
+  stopOnText,
+  type PipelineInput,
+} from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { first, last, pipeline, previewed, second, withEnvironments } from "./risk-stops-support";
 
@@ -61,12 +68,12 @@ describe("what stops each environment's Freight", () => {
   });
 
   it("stops and passes the docs' examples as docs/security-and-approvals.md says, per the example's policies", () => {
+    // Where a change of these classes stops: every environment that stops every change, and those whose
+    // stopOn lists one of them.
     const stopsIn = (classes: string[]) =>
       Object.keys(pipeline.environments)
         .filter((name) => {
-          const { stopOn } = pipeline.environments[name]!.stopEveryPreview
-            ? { stopOn: "all" as const }
-            : { stopOn: pipeline.environments[name]!.stopOn ?? DEFAULT_STOP_ON };
+          const { stopOn } = riskPolicy(pipeline.environments[name]!);
           return stopOn === "all" || classes.some((c) => stopOn.includes(c as never));
         })
         .sort();
@@ -91,17 +98,27 @@ describe("what stops each environment's Freight", () => {
       expect(stopsIn(classes)).toContain("qa");
       expect(stopsIn(classes)).not.toContain("dev");
     }
-    expect(stopsIn(tagged)).toEqual([]);
+    // "a new tag on the bucket [passes], in any environment of the example": one that stops every change
+    // (a fork's prod, say) stops it.
+    expect(stopsIn(tagged)).toEqual(
+      Object.keys(pipeline.environments)
+        .filter((name) => riskPolicy(pipeline.environments[name]!).stopOn === "all")
+        .sort(),
+    );
   });
 
   it("tells each preview what its environment stops on, who decides and which update stage they approve", () => {
     for (const env of previewed) {
-      const declared = definition.environments[env.name]!;
-      const stopOn = declared.stopEveryPreview
-        ? "all"
-        : RISK_CLASSES.filter((c) => (declared.stopOn ?? DEFAULT_STOP_ON).includes(c)).join(",");
+      const policy = riskPolicy(pipeline.environments[env.name]!);
       expect(policyArgsOf(pipeline, env.preview!.name), env.name).toEqual(
-        stopping(pipeline, env, stopOn, declared.deciders ?? declared.destructiveChangeApprovers ?? []),
+        stopOnText(policy) === "nothing"
+          ? stopsNothing(pipeline)
+          : stopping(
+              pipeline,
+              env,
+              policy.stopOn === "all" ? "all" : policy.stopOn.join(","),
+              policy.deciders,
+            ),
       );
       // An update compares with its preview whatever the policy: no policy args.
       for (const u of policyArgsOf(pipeline, env.update!.name))
@@ -114,9 +131,9 @@ describe("what stops each environment's Freight", () => {
     const groups = ["zz-deciders", "zz-other"];
     const mixed = validatePipeline(
       withEnvironments({
-        [first.name]: { ephemeral: true, stopOn: undefined, deciders: undefined },
+        [first.name]: { ephemeral: true },
         [second.name]: { stopOn: ["exposure", "loss", "cost"], deciders: groups },
-        [last.name]: { stopOn: undefined, stopEveryPreview: true, deciders: groups.slice(0, 1) },
+        [last.name]: { stopEveryPreview: true, deciders: groups.slice(0, 1) },
       }),
     );
     expect(policyArgsOf(mixed, first.preview!.name)).toEqual(stopsNothing(mixed));
@@ -126,22 +143,18 @@ describe("what stops each environment's Freight", () => {
       );
     expect(policyArgsOf(mixed, last.preview!.name)).toEqual(stopping(mixed, last, "all", groups.slice(0, 1)));
     // With stopOn left out, an environment stops on the default classes.
-    const defaulted = validatePipeline(withEnvironments({ [last.name]: { stopOn: undefined } }));
+    const defaulted = validatePipeline(withEnvironments({ [last.name]: { deciders: groups } }));
     expect(policyArgsOf(defaulted, last.preview!.name)).toEqual(
-      stopping(defaulted, last, DEFAULT_STOP_ON.join(","), pipeline.environments[last.name]!.deciders!),
+      stopping(defaulted, last, DEFAULT_STOP_ON.join(","), groups),
     );
     // stopOn: [] and the old protected: false stop for nothing, and need no deciders.
-    for (const off of [{ stopOn: [] }, { stopOn: undefined, protected: false }]) {
-      const p = validatePipeline(withEnvironments({ [last.name]: { ...off, deciders: undefined } }));
+    for (const off of [{ stopOn: [] }, { protected: false }]) {
+      const p = validatePipeline(withEnvironments({ [last.name]: off }));
       expect(policyArgsOf(p, last.preview!.name), JSON.stringify(off)).toEqual(stopsNothing(p));
       expect(deciderRoles(p).map((r) => r.environment)).not.toContain(last.name);
     }
     // A fork written before deciders: destructiveChangeApprovers are its deciders.
-    const old = validatePipeline(
-      withEnvironments({
-        [last.name]: { stopOn: undefined, deciders: undefined, destructiveChangeApprovers: groups },
-      }),
-    );
+    const old = validatePipeline(withEnvironments({ [last.name]: { destructiveChangeApprovers: groups } }));
     expect(policyArgsOf(old, last.preview!.name)).toEqual(
       stopping(old, last, DEFAULT_STOP_ON.join(","), groups),
     );
@@ -150,28 +163,26 @@ describe("what stops each environment's Freight", () => {
   });
 
   it("rejects an environment that stops with nobody to decide, or with no preview to stop at", () => {
-    expect(problemsOf(withEnvironments({ [last.name]: { deciders: [] } }))).toContain(
-      `environments.${last.name}.deciders: stops on ${pipeline.environments[last.name]!.stopOn!.join(", ")}; deciders must name the Cognito groups that may let a stop through (or set stopOn: [] or ephemeral: true)`,
+    const classes = RISK_CLASSES.slice(0, 2);
+    expect(problemsOf(withEnvironments({ [last.name]: { stopOn: [...classes], deciders: [] } }))).toContain(
+      `environments.${last.name}.deciders: stops on ${classes.join(", ")}; deciders must name the Cognito groups that may let a stop through (or set stopOn: [] or ephemeral: true)`,
     );
-    expect(
-      problemsOf(
-        withEnvironments({ [last.name]: { deciders: undefined, stopEveryPreview: true, stopOn: undefined } }),
-      ),
-    ).toContain(
+    expect(problemsOf(withEnvironments({ [last.name]: { stopEveryPreview: true } }))).toContain(
       `environments.${last.name}.deciders: stops on every change; deciders must name the Cognito groups`,
     );
     // The update stage takes its preview stage's place in the order.
     const preview = definition.stages.find((s) => s.name === last.preview!.name)!;
+    const stops = withEnvironments({ [last.name]: { stopOn: [...classes], deciders: ["zz-deciders"] } });
     const noPreview = {
-      ...definition,
-      stages: definition.stages
+      ...stops,
+      stages: stops.stages
         .filter((s) => s.name !== preview.name)
         .map((s) =>
           s.name === last.update!.name ? { ...s, from: preview.from, requireAll: preview.requireAll } : s,
         ),
     } as PipelineInput;
     expect(problemsOf(noPreview)).toContain(
-      `environments.${last.name}: stops on ${pipeline.environments[last.name]!.stopOn!.join(", ")}, but no preview stage previews it, so nothing would stop its Freight; add a preview stage, or set stopOn: [] to stop for nothing`,
+      `environments.${last.name}: stops on ${classes.join(", ")}, but no preview stage previews it, so nothing would stop its Freight; add a preview stage, or set stopOn: [] to stop for nothing`,
     );
     expect(() =>
       validatePipeline({
@@ -186,18 +197,20 @@ describe("what stops each environment's Freight", () => {
     for (const s of programStages(pipeline)) {
       const node = lines.find((l) => l.trimStart().startsWith(`${s.name.replace(/[^A-Za-z0-9]/g, "_")}[`))!;
       expect(node, s.name).toBeDefined();
-      const declared = definition.environments[s.environment]!;
-      const classes = RISK_CLASSES.filter((c) => (declared.stopOn ?? DEFAULT_STOP_ON).includes(c));
+      const policy = riskPolicy(pipeline.environments[s.environment]!);
+      const what = stopOnText(policy);
       if (s.kind === "preview")
         expect(node, s.name).toContain(
-          `<br/>stops on ${classes.join(", ")} → ${declared.deciders!.join(", ")}<br/>`,
+          what === "nothing"
+            ? "<br/>stops for nothing<br/>"
+            : `<br/>stops on ${what} → ${policy.deciders.join(", ")}<br/>`,
         );
       else expect(node, s.name).not.toContain("stops");
     }
     const mixed = validatePipeline(
       withEnvironments({
-        [first.name]: { ephemeral: true, stopOn: undefined, deciders: undefined },
-        [last.name]: { stopOn: undefined, stopEveryPreview: true },
+        [first.name]: { ephemeral: true },
+        [last.name]: { stopEveryPreview: true, deciders: ["zz-deciders"] },
       }),
     );
     const drawn = pipelineMermaid(mixed);
@@ -206,14 +219,14 @@ describe("what stops each environment's Freight", () => {
         new RegExp(`"${first.preview!.name}-${x.name}<br/>[^"]*<br/>stops for nothing<br/>`),
       );
       expect(drawn).toMatch(
-        new RegExp(
-          `"${last.preview!.name}-${x.name}<br/>[^"]*<br/>stops on every change → ${definition.environments[last.name]!.deciders!.join(", ")}<br/>`,
-        ),
+        new RegExp(`"${last.preview!.name}-${x.name}<br/>[^"]*<br/>stops on every change → zz-deciders<br/>`),
       );
     }
   });
 
   it("checks deciders against cluster-setup's Cognito groups, like gate approvers", () => {
+    // An account no environment names, for the cluster's.
+    const clusterAccountId = "000000000000";
     const setup = {
       stacksRepoURL: pipeline.source.repoURL,
       stacksNamespace: pipeline.stacks.namespace,
@@ -223,19 +236,31 @@ describe("what stops each environment's Freight", () => {
       cognitoApproverGroups: approverGroups(pipeline),
       region: "us-west-2",
       cognitoRegion: "us-west-2",
+      // Each identity as cluster-setup makes it: an environment in an account of its own runs as the role
+      // kargo makes there.
       stackIdentities: Object.fromEntries(
-        Object.keys(pipeline.environments).map((env) => [
-          env,
-          { serviceAccountName: `${pipeline.stacks.serviceAccountName}-${env}` },
-        ]),
+        Object.keys(pipeline.environments).map((env) => {
+          const account = accountOf(pipeline.environments, env) ?? clusterAccountId;
+          const role = accountRoleName(pipeline.stacks.serviceAccountName, env);
+          return [
+            env,
+            {
+              serviceAccountName: `${pipeline.stacks.serviceAccountName}-${env}`,
+              roleArn: roleArn("aws", account, role),
+            },
+          ];
+        }),
       ),
-      previewIdentity: { serviceAccountName: `${pipeline.stacks.serviceAccountName}-preview` },
+      previewIdentity: {
+        serviceAccountName: `${pipeline.stacks.serviceAccountName}-preview`,
+        roleArn: roleArn("aws", clusterAccountId, `${pipeline.stacks.serviceAccountName}-preview`),
+      },
       ebsCsiDriver: true,
       volumeSnapshots: true,
       pluginCacheStorageClass: PLUGIN_CACHE_STORAGE_CLASS,
     } as unknown as ClusterSetup;
     expect(() => checkAgainstClusterSetup(pipeline, setup)).not.toThrow();
-    const misspelt = `${pipeline.environments[last.name]!.deciders![0]}x`;
+    const misspelt = `${approverGroups(pipeline)[0]}x`;
     const known = ["platform-admins", ...approverGroups(pipeline)].join(", ");
     const typo = validatePipeline(withEnvironments({ [last.name]: { deciders: [misspelt] } }));
     expect(() => checkAgainstClusterSetup(typo, setup)).toThrow(
@@ -243,7 +268,7 @@ describe("what stops each environment's Freight", () => {
     );
     // The old name is checked the same way.
     const oldTypo = validatePipeline(
-      withEnvironments({ [last.name]: { deciders: undefined, destructiveChangeApprovers: [misspelt] } }),
+      withEnvironments({ [last.name]: { destructiveChangeApprovers: [misspelt] } }),
     );
     expect(() => checkAgainstClusterSetup(oldTypo, setup)).toThrow(
       `environments.${last.name}.deciders: "${misspelt}" is not a Cognito group`,
