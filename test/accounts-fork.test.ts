@@ -10,7 +10,13 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { ACCOUNT_DEPLOY_ROLE, accountRoleName, roleArn } from "../lib/pipeline/accounts";
+import {
+  ACCOUNT_DEPLOY_ROLE,
+  accountOf,
+  accountRoleName,
+  namedAccounts,
+  roleArn,
+} from "../lib/pipeline/accounts";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { accountCommands } from "../lib/cli/account";
 import { can, decide, noPolicies } from "../lib/cli/plan/iam-engine";
@@ -21,9 +27,18 @@ import { PLAN_ACCOUNT_ID, PLAN_DEPLOYER_ROLE } from "../lib/cli/plan/mocks";
 import { repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
-const envs = Object.keys(definition.environments);
+// The first and last environments in the cluster's account (a fork may already have put others elsewhere),
+// `last` moved to an account no environment names yet.
+const envs = Object.keys(definition.environments).filter(
+  (e) => accountOf(definition.environments, e) === undefined,
+);
 const [first, last] = [envs[0]!, envs.at(-1)!];
-const other = ["210987654321", "310987654321"].find((a) => a !== PLAN_ACCOUNT_ID)!;
+const other = ["210987654321", "310987654321", "410987654321"].find(
+  (a) => a !== PLAN_ACCOUNT_ID && !namedAccounts(definition.environments).includes(a),
+)!;
+/** The accounts other than the cluster's that `p`'s environments act in: one OIDC provider and AWS provider each. */
+const foreign = (p: ReturnType<typeof validatePipeline>) =>
+  namedAccounts(p.environments).filter((a) => a !== PLAN_ACCOUNT_ID);
 const base = validatePipeline(definition).stacks.serviceAccountName;
 const deployer = `arn:aws:iam::${PLAN_ACCOUNT_ID}:role/${PLAN_DEPLOYER_ROLE}`;
 
@@ -92,7 +107,8 @@ describe("a fork with an environment in another AWS account", () => {
       roleArn("aws", other, ACCOUNT_DEPLOY_ROLE),
     );
     const oidc = kargo.filter((r) => r.type === "aws:iam/openIdConnectProvider:OpenIdConnectProvider");
-    expect(oidc).toHaveLength(1);
+    expect(oidc).toHaveLength(foreign(inAccount(other)).length);
+    expect(new Set(oidc.map((r) => r.inputs.url)).size).toBe(1);
     expect(roles.find((r) => r.account === other)!.trust.Statement[0]!.Principal).toEqual({
       Federated: `arn:aws:iam::${other}:oidc-provider/${String(oidc[0]!.inputs.url).replace("https://", "")}`,
     });
@@ -143,8 +159,12 @@ describe("a fork with an environment in another AWS account", () => {
     await node(["lib/cli/plan.ts", "--out", out]);
     const same = readPlan(out);
     const kargo = same.find((p) => p.project === "kargo")!.resources;
-    expect(kargo.filter((r) => r.type === "aws:iam/openIdConnectProvider:OpenIdConnectProvider")).toEqual([]);
-    expect(kargo.filter((r) => r.type === "pulumi:providers:aws")).toHaveLength(1);
+    const oidc = kargo.filter((r) => r.type === "aws:iam/openIdConnectProvider:OpenIdConnectProvider");
+    expect(oidc).toHaveLength(foreign(inAccount(PLAN_ACCOUNT_ID)).length);
+    expect(JSON.stringify(oidc)).not.toContain(PLAN_ACCOUNT_ID);
+    expect(kargo.filter((r) => r.type === "pulumi:providers:aws")).toHaveLength(
+      1 + foreign(inAccount(PLAN_ACCOUNT_ID)).length,
+    );
     const rows = await iamReach(inAccount(PLAN_ACCOUNT_ID), same, PLAN_ACCOUNT_ID);
     expect(rows.filter((r) => !r.ok).map((r) => `${r.identity} | ${r.question} | ${r.answer}`)).toEqual([]);
   });

@@ -17,11 +17,14 @@ import {
   type ReachRow,
 } from "../lib/cli/plan/iam-reach";
 import { PLAN_ACCOUNT_ID } from "../lib/cli/plan/mocks";
+import { accountOf } from "../lib/pipeline/accounts";
 import { planChain } from "../lib/cli/plan/projects";
 
 const pipeline = validatePipeline(definition);
 const envs = Object.keys(pipeline.environments);
-const [first, last] = [envs[0]!, envs.at(-1)!];
+// The first and last environments in the cluster's account, where one's widened policy reaches another's buckets.
+const local = envs.filter((e) => accountOf(pipeline.environments, e) === undefined);
+const [first, last] = [local[0]!, local.at(-1)!];
 const withAws = pipeline.programs.filter((x) => x.aws);
 const notAsMeant = (rows: ReachRow[]) =>
   rows.filter((r) => !r.ok).map((r) => `${r.identity} | ${r.question} | ${r.answer}`);

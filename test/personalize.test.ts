@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { accountOf, accountRoleName, roleArn } from "../lib/pipeline/accounts";
+import { accountRoleName, namedAccounts, roleArn } from "../lib/pipeline/accounts";
 import { AWS_REGIONS } from "../lib/pipeline/check-accounts";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { plannedRoles, type PlanLike } from "../lib/cli/plan/iam-roles";
@@ -135,8 +135,9 @@ describe("npm run personalize", () => {
 describe("npm run personalize -- --account", () => {
   const envs = Object.keys(definition.environments);
   const last = envs.at(-1)!;
-  const account = ["210987654321", "310987654321"].find(
-    (a) => a !== PLAN_ACCOUNT_ID && a !== accountOf(definition.environments, last),
+  // An account no environment names yet, so its roles are the moved environment's and its previews' only.
+  const account = ["210987654321", "310987654321", "410987654321"].find(
+    (a) => a !== PLAN_ACCOUNT_ID && !namedAccounts(definition.environments).includes(a),
   )!;
   const region = AWS_REGIONS.find((r) => r !== definition.environments[last]!.aws?.region)!;
   const base = validatePipeline(definition).stacks.serviceAccountName;

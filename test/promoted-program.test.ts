@@ -6,6 +6,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { accountOf, previewServiceAccount } from "../lib/pipeline/accounts";
 import { programStages, type ProgramStage } from "../lib/pipeline/graph";
 import { stackManifestFile, stackObjectName } from "../lib/pipeline/names";
 import { promotionTaskSpec } from "../lib/pipeline/promotion";
@@ -134,8 +135,15 @@ describe("stacks/", () => {
       // Each environment's own identity for an update, the read-only one for a preview.
       const stage = stages.find((s) => s.name === m.metadata.labels["app.kubernetes.io/instance"])!;
       expect(stage, m.metadata.name).toBeDefined();
-      const suffix = stage.kind === "preview" ? "preview" : stage.environment;
-      expect(m.spec.serviceAccountName).toBe(`${pipeline.stacks.serviceAccountName}-${suffix}`);
+      // A preview in a named account runs as that account's preview identity (docs/accounts.md).
+      expect(m.spec.serviceAccountName).toBe(
+        stage.kind === "preview"
+          ? previewServiceAccount(
+              pipeline.stacks.serviceAccountName,
+              accountOf(pipeline.environments, stage.environment),
+            )
+          : `${pipeline.stacks.serviceAccountName}-${stage.environment}`,
+      );
       expect(m.spec.envRefs).toEqual({
         PULUMI_ACCESS_TOKEN: {
           type: "Secret",
