@@ -132,7 +132,7 @@ func TestPreviewStopsOnEachClass(t *testing.T) {
 				if c.stopOn == "all" {
 					stopped = steps[1:]
 				}
-				lines := []string{regexp.QuoteMeta("https://app.pulumi.com/your-org/" + project + "/" + stack + "/previews/" + p.UpdateID),
+				lines := []string{regexp.QuoteMeta("https://app.pulumi.com/" + *argValue(run, "organization") + "/" + project + "/" + stack + "/previews/" + p.UpdateID),
 					regexp.QuoteMeta("A member of security-approvers may let it through by approving this Freight for stage qa-bucket: kargo approve --stage qa-bucket")}
 				for _, s := range stopped {
 					line := `- ` + regexp.QuoteMeta(s.name+" ("+s.typ+"): "+s.op+", ") + `[a-z, ]*`
