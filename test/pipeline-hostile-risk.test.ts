@@ -4,17 +4,9 @@ import { describe, expect, it } from "vitest";
 import { RISK_CLASSES, type PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { base, escaped, expectRefused, firstEnv, linesOf, problemsOf } from "./pipeline-support";
+import { policyFields } from "./risk-stops-support";
 
 type EnvironmentInput = PipelineInput["environments"][string];
-/** The fields of an environment's risk policy, new and old names. */
-const policyFields = [
-  "stopOn",
-  "stopEveryPreview",
-  "deciders",
-  "destructiveChangeApprovers",
-  "protected",
-  "ephemeral",
-];
 /**
  * kargo/pipeline.ts with the first environment's risk policy replaced whole by `fields`: whatever policy a
  * fork gave it (stopEveryPreview, say) is dropped first, so each case holds only the fields it names.

@@ -10,7 +10,7 @@ type EnvironmentInput = PipelineInput["environments"][string];
 export const pipeline = validatePipeline(definition);
 
 /** The fields of an environment's risk policy, new and old names. */
-const policyFields = [
+export const policyFields = [
   "stopOn",
   "stopEveryPreview",
   "deciders",
