@@ -18,6 +18,7 @@ import {
 } from "../lib/pipeline/promotion";
 import { stackAdmission, stackAdmissionName, stageAdmissionName } from "../lib/pipeline/admission";
 import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
+import { verificationAccess } from "../lib/pipeline/verification-access";
 import { applicationSpec } from "../lib/pipeline/stack-manifest";
 import {
   analysisTemplateKinds,
@@ -205,12 +206,37 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       },
       inProject,
     );
+    // Who each verification Job runs as, and the one thing its token may change: the message of its own
+    // measurement, where the Kargo UI shows why a stage did not pass (lib/pipeline/verification-access.ts).
+    const access = verificationAccess(p).map((o) => {
+      const { kind, metadata } = o;
+      const id = `${name}-verification-${kind.toLowerCase()}`;
+      if (o.kind === "ServiceAccount") return new k8s.core.v1.ServiceAccount(id, { metadata }, inProject);
+      if (o.kind === "Role") return new k8s.rbac.v1.Role(id, { metadata, rules: o.rules }, inProject);
+      if (o.kind === "RoleBinding")
+        return new k8s.rbac.v1.RoleBinding(
+          id,
+          { metadata, roleRef: o.roleRef, subjects: o.subjects },
+          inProject,
+        );
+      if (o.kind === "ValidatingAdmissionPolicy")
+        return new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+          id,
+          { metadata, spec: o.spec },
+          k8sOpts,
+        );
+      return new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        id,
+        { metadata, spec: o.spec },
+        k8sOpts,
+      );
+    });
     const templates = analysisTemplateKinds(p).map(
       (kind) =>
         new rollouts.AnalysisTemplate(
           names.analysis[kind],
           { metadata: { name: names.analysis[kind], namespace: ns }, spec: analysisTemplateSpec(p, kind) },
-          inProject,
+          { ...inProject, dependsOn: [...access] },
         ),
     );
 

@@ -6,6 +6,7 @@ import { expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { programStages } from "../lib/pipeline/graph";
 import { names } from "../lib/pipeline/names";
+import { verificationServiceAccount } from "../lib/pipeline/verification-access";
 import { stageSpec } from "../lib/pipeline/promotion";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
@@ -153,6 +154,8 @@ it("hands each Job the stage's stack and the pipeline's settings in its env, and
         // The seventh error in a row fails the Job (test/analysis: "gave no usable answer 7 times in a row").
         ERROR_LIMIT: "6",
         PULUMI_ACCESS_TOKEN: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } },
+        // Its own Job, whose measurement it writes its reason into (kargo/verification/run-message.mjs).
+        JOB_NAME: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } },
       });
   }
   // No Service's address in the env either (enableServiceLinks), so the script reads only what it is given.
@@ -166,14 +169,17 @@ it("labels every Job, and keeps it and its log a day after it ends, as docs/trou
   }
 });
 
-it("runs each Job as a non-root user without privileges, a writable root or the API's token", () => {
+it("runs each Job as a non-root user without privileges or a writable root, with the token of its own ServiceAccount", () => {
   for (const m of metrics()) {
     const job = jobOf(m);
     const pod = job.template.spec!;
     expect(job.backoffLimit).toBe(verificationBackoffLimit);
     expect(job.ttlSecondsAfterFinished).toBeGreaterThan(0);
     expect(pod.restartPolicy).toBe("Never");
-    expect(pod.automountServiceAccountToken).toBe(false);
+    // Not the namespace's default account: one whose Role and admission policy hold it to its own run's
+    // message (test/kube TestVerificationJobWritesOnlyItsOwnMessage runs them on the real API server).
+    expect(pod.serviceAccountName).toBe(verificationServiceAccount);
+    expect(pod.automountServiceAccountToken).toBe(true);
     expect(pod.securityContext).toMatchObject({
       runAsNonRoot: true,
       runAsUser: 1000,

@@ -14,10 +14,11 @@
 // Environment (set by lib/pipeline/verification.ts): PULUMI_API_URL, PULUMI_ORGANIZATION, PULUMI_PROJECT,
 // PULUMI_STACK, COMMIT, OPERATION (preview | update), PULUMI_CONSOLE_URL, STOP_ON, DECIDERS and
 // APPROVE_STAGE (previews; each may be empty), INTERVAL and TIMEOUT (durations such as 10s, 15m),
-// PAGE_SIZE, ERROR_LIMIT, PULUMI_ACCESS_TOKEN (from the Secret).
+// PAGE_SIZE, ERROR_LIMIT, PULUMI_ACCESS_TOKEN (from the Secret), JOB_NAME (its Job's, from the pod's label).
 
 import { cloudClient, isObject, NotFound, NotYet } from "./cloud.mjs";
 import { compare, describe, parseStopOn, recordOf, stepsOf, stopLines, stops } from "./compare.mjs";
+import { writeRunMessage } from "./run-message.mjs";
 
 const env = (name) => {
   const value = process.env[name];
@@ -27,6 +28,17 @@ const env = (name) => {
 
 function fail(reason) {
   process.stderr.write(`${reason}\n`);
+  process.exit(1);
+}
+
+/**
+ * The verdict that is not a pass: the reason on stderr and, for whoever looks at the stage in Kargo, in the
+ * AnalysisRun's message (run-message.mjs); then exit 1.
+ */
+async function failVerdict(reason) {
+  process.stderr.write(`${reason}\n`);
+  const written = await writeRunMessage({ jobName: process.env.JOB_NAME, message: reason });
+  process.stderr.write(`the reason in the AnalysisRun: ${written}\n`);
   process.exit(1);
 }
 
@@ -231,7 +243,9 @@ for (;;) {
       lastError = message;
       process.stderr.write(`error ${errors} in a row: ${message}\n`);
       if (errors > config.errorLimit)
-        fail(`Pulumi Cloud (${config.api}) gave no usable answer ${errors} times in a row; last: ${message}`);
+        await failVerdict(
+          `Pulumi Cloud (${config.api}) gave no usable answer ${errors} times in a row; last: ${message}`,
+        );
     }
   }
   if (result) {
@@ -239,12 +253,12 @@ for (;;) {
       process.stdout.write(`the ${config.operation} of ${config.commit} on ${stackName} passed\n`);
       process.exit(0);
     }
-    fail(result.reason);
+    await failVerdict(result.reason);
   }
   if (Date.now() + config.interval > deadline) {
     const notFound = `no succeeded ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")}`;
     // Pulumi Cloud failing to answer until the timeout is the reason, not a missing operation.
-    fail(
+    await failVerdict(
       errors
         ? `${notFound}; Pulumi Cloud (${config.api}) gave no usable answer the last ${errors} time(s); last: ${lastError}`
         : notYet

@@ -6,6 +6,7 @@ import { environmentStages, programStageName, programStages, type ProgramStage }
 import { names } from "./names";
 import { burstToleration, DO_NOT_DISRUPT } from "./stack-manifest";
 import { riskPolicy, stopOnText, type Pipeline, type RiskPolicy } from "./schema";
+import { jobNameEnv, verificationServiceAccount } from "./verification-access";
 
 const seconds = (d: string) =>
   Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
@@ -80,6 +81,7 @@ export function policyArgValues(p: Pipeline, s: ProgramStage): { name: string; v
  */
 export const verificationScripts = [
   "verify.mjs",
+  "run-message.mjs",
   "cloud.mjs",
   "compare.mjs",
   "classify.mjs",
@@ -182,7 +184,10 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
               restartPolicy: "Never",
               // On the base when it has room, else on a burst node (stack-manifest.ts BURST_TAINT).
               tolerations: [burstToleration],
-              automountServiceAccountToken: false,
+              // Its token writes why it did not pass into its own AnalysisRun, and only that
+              // (verification-access.ts); a bound token, so the API server knows which pod holds it.
+              serviceAccountName: verificationServiceAccount,
+              automountServiceAccountToken: true,
               enableServiceLinks: false,
               securityContext: {
                 // The image's `node` user (uid 1000): runAsNonRoot cannot check a user given by name.
@@ -209,6 +214,7 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
                     { name: "TIMEOUT", value: timeout },
                     { name: "PAGE_SIZE", value: String(v.pageSize) },
                     { name: "ERROR_LIMIT", value: String(errorLimit) },
+                    jobNameEnv,
                     {
                       name: "PULUMI_ACCESS_TOKEN",
                       valueFrom: { secretKeyRef: { name: names.verificationToken, key: "accessToken" } },

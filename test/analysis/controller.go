@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/argoproj/argo-rollouts/utils/record"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -50,6 +52,10 @@ func driveTogether(t *testing.T, runs []*v1alpha1.AnalysisRun, limit time.Durati
 	t.Helper()
 	seed := make([]runtime.Object, len(runs))
 	for i, r := range runs {
+		if r.UID == "" {
+			// The API server's; Rollouts names each run's Jobs after it, and the Job's patch tests it.
+			r.UID = types.UID(fmt.Sprintf("uid-%d-%s", i, r.Name))
+		}
 		seed[i] = r
 	}
 	client := fake.NewSimpleClientset(seed...)
@@ -81,7 +87,7 @@ func driveTogether(t *testing.T, runs []*v1alpha1.AnalysisRun, limit time.Durati
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	jobs := runJobs(ctx, t, kube)
+	jobs := runJobs(ctx, t, kube, newKubeAPI(t, kube, client, runInformer.Lister()))
 	// Workers stop only once their queue shuts down (argo-rollouts v1.9.0 utils/controller/controller.go).
 	defer func() { cancel(); work.ShutDown(); <-done; jobs.wait() }()
 	factory.Start(ctx.Done())

@@ -42,6 +42,8 @@ type jobRun struct {
 type jobController struct {
 	t    *testing.T
 	kube kubernetes.Interface
+	// api is the API server as the Job's pod reaches it with its ServiceAccount's token.
+	api *kubeAPI
 
 	mu      sync.Mutex
 	runs    []jobRun
@@ -63,8 +65,8 @@ func fastClock() string {
 }
 
 // runJobs watches the cluster's Jobs until ctx ends; wait() then waits for the Jobs still running to stop.
-func runJobs(ctx context.Context, t *testing.T, kube kubernetes.Interface) *jobController {
-	c := &jobController{t: t, kube: kube, cancels: map[string]context.CancelFunc{}}
+func runJobs(ctx context.Context, t *testing.T, kube kubernetes.Interface, api *kubeAPI) *jobController {
+	c := &jobController{t: t, kube: kube, api: api, cancels: map[string]context.CancelFunc{}}
 	w, err := kube.BatchV1().Jobs("").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 	if s := job.Spec.ActiveDeadlineSeconds; s != nil {
 		deadline = time.Duration(*s) * time.Second / jobSpeed
 	}
-	command, env, err := c.resolve(ctx, job.Namespace, pod)
+	command, env, err := c.resolve(ctx, job, pod)
 	if err != nil {
 		// The kubelet cannot start such a container: the pod waits until the Job's deadline.
 		record.Stderr = err.Error()
@@ -278,7 +280,8 @@ func (c *jobController) finish(job *batchv1.Job, record jobRun) {
 
 // resolve is the container's command with its ConfigMap mounts' paths on this machine, and its env with
 // secretKeyRefs read from the cluster: what the kubelet gives the container, and nothing of the test's own.
-func (c *jobController) resolve(ctx context.Context, namespace string, pod corev1.PodSpec) ([]string, []string, error) {
+func (c *jobController) resolve(ctx context.Context, job *batchv1.Job, pod corev1.PodSpec) ([]string, []string, error) {
+	namespace := job.Namespace
 	container := pod.Containers[0]
 	command := append(append([]string(nil), container.Command...), container.Args...)
 	if len(command) == 0 || command[0] != "node" {
@@ -317,7 +320,17 @@ func (c *jobController) resolve(ctx context.Context, namespace string, pod corev
 	var env []string
 	for _, e := range container.Env {
 		value := e.Value
-		if e.ValueFrom != nil {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			// The downward API, for the fields the Job controller and the API server set on every pod.
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.labels['batch.kubernetes.io/job-name']":
+				value = job.Name
+			case "metadata.namespace":
+				value = namespace
+			default:
+				return nil, nil, fmt.Errorf("env %s: the stand-in does not resolve field %s", e.Name, e.ValueFrom.FieldRef.FieldPath)
+			}
+		} else if e.ValueFrom != nil {
 			ref := e.ValueFrom.SecretKeyRef
 			if ref == nil {
 				return nil, nil, fmt.Errorf("env %s: only secretKeyRef is resolved", e.Name)
@@ -333,6 +346,15 @@ func (c *jobController) resolve(ctx context.Context, namespace string, pod corev
 			value = string(data)
 		}
 		env = append(env, e.Name+"="+value)
+	}
+	// The kubelet mounts the ServiceAccount's token (SERVICE_ACCOUNT_DIR points the script at it here) and,
+	// whatever enableServiceLinks says, names the API server's service.
+	if pod.AutomountServiceAccountToken != nil && *pod.AutomountServiceAccountToken && pod.ServiceAccountName != "" {
+		account := filepath.Join(dir, "serviceaccount")
+		if err := c.api.serviceAccount(account, namespace, job.Name); err != nil {
+			return nil, nil, err
+		}
+		env = append(env, "SERVICE_ACCOUNT_DIR="+account, "KUBERNETES_SERVICE_HOST="+c.api.host, "KUBERNETES_SERVICE_PORT="+c.api.port)
 	}
 	return command, env, nil
 }

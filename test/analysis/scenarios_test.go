@@ -371,6 +371,10 @@ var progress = regexp.MustCompile(`^(error \d+ in a row: |not there yet: |pod \d
 // reasonOf is the last message a Job wrote on stderr: the lines after its last line of progress.
 func reasonOf(stderr string) string {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	// After the reason, the Job says where it wrote it (run-message.mjs): not part of the reason.
+	if n := len(lines); n > 1 && strings.HasPrefix(lines[n-1], "the reason in the AnalysisRun: ") {
+		lines = lines[:n-1]
+	}
 	from := 0
 	for i, l := range lines {
 		if progress.MatchString(l) {

@@ -118,12 +118,13 @@ func TestPreviewStopsOnEachClass(t *testing.T) {
 				if c.want == successful {
 					return
 				}
-				// Argo Rollouts v1.9.0's job provider records no message for a failed Job (metricproviders/job/
-				// job.go, Resume: phase and finish time only), so the run's message, which Kargo shows as the
-				// stage's verification message (akuity/kargo v1.11.2 pkg/controller/stages/regular_stages.go,
-				// Message: ar.Status.Message), is the metric's verdict alone; the reason is the Job's log.
-				if want := `Metric "` + run.Spec.Metrics[0].Name + `" assessed Failed due to failed (1) > failureLimit (0)`; got.Status.Message != want {
-					t.Errorf("the run's message is %q, not %q: Rollouts now carries more of the Job's verdict; show it", got.Status.Message, want)
+				// The Job wrote its reason into its measurement (kargo/verification/run-message.mjs), and Argo
+				// Rollouts carried it into the run's message (argo-rollouts v1.9.0 analysis/analysis.go,
+				// assessRunStatus), which Kargo shows as the stage's verification message (akuity/kargo v1.11.2
+				// pkg/controller/stages/regular_stages.go, Message: ar.Status.Message) and the run's summary.
+				reason := reasonOf(jobs[0].Stderr)
+				if want := `Metric "` + run.Spec.Metrics[0].Name + `" assessed Failed due to failed (1) > failureLimit (0): "Error Message: ` + reason + `"`; got.Status.Message != want {
+					t.Errorf("the run's message, which the Kargo UI shows on the stage, is %q, not %q", got.Status.Message, want)
 				}
 				// What an approver reads: each stopped resource, its op, its class and changed keys; the preview's
 				// page in Pulumi Cloud; who decides and how.
@@ -141,8 +142,11 @@ func TestPreviewStopsOnEachClass(t *testing.T) {
 					}
 					lines = append(lines, line)
 				}
+				// ... each read from the run's message, where the approver sees it in Kargo.
 				for _, l := range lines {
-					expectReason(t, jobs, `(?m)^the preview of 4f1c2b9e8d7a on \S+ stops on [^\n]*(\n.*)*`+l)
+					if re := regexp.MustCompile(`(?m)the preview of 4f1c2b9e8d7a on \S+ stops on [^\n]*(\n.*)*` + l); !re.MatchString(got.Status.Message) {
+						t.Errorf("the run's message does not say %q: %q", l, got.Status.Message)
+					}
 				}
 				if n := len(record["stopped"].([]any)); n != len(stopped) {
 					t.Errorf("the record holds %d stopped operations, want %d", n, len(stopped))
@@ -353,9 +357,10 @@ func TestStopApprovalAndUpdate(t *testing.T) {
 			if preview.Status.Phase != failed {
 				t.Fatalf("%s: the preview did not stop on %s: %s %s", stage.GetName(), class, preview.Status.Phase, preview.Status.Message)
 			}
-			m := regexp.MustCompile(`approving this Freight for stage (\S+):`).FindStringSubmatch(reasonOf(jobs[0].Stderr))
+			// The decider reads the stage to approve for where Kargo shows the stop: the run's message.
+			m := regexp.MustCompile(`approving this Freight for stage (\S+):`).FindStringSubmatch(preview.Status.Message)
 			if m == nil {
-				t.Fatalf("the stop names no stage to approve for: %q", jobs[0].Stderr)
+				t.Fatalf("the stop names no stage to approve for in the run's message: %q (the Job said %q)", preview.Status.Message, jobs[0].Stderr)
 			}
 			approve := kargo.Object(t, "Stage", m[1])
 			if approve.GetNamespace() != stage.GetNamespace() {

@@ -21,7 +21,7 @@ func TestVerificationPodsAreRestricted(t *testing.T) {
 	in := install(t)
 	ctx := context.Background()
 	const ns = "verification-restricted"
-	restrictedNamespace(t, in, ns)
+	restrictedNamespace(t, in, ns, firstTemplate(t, in).Spec.Metrics[0].Provider.Job.Spec.Template.Spec.ServiceAccountName)
 	templates := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "analysistemplates"}
 	checked := 0
 	for _, o := range in.objects {

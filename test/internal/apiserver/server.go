@@ -137,6 +137,10 @@ func Start(ctx context.Context, bins Binaries) (*Server, error) {
 	return s, nil
 }
 
+// CAFile is the file holding the certificate kube-apiserver serves (self-signed, with the CA it made for it):
+// what a pod finds as its ServiceAccount's ca.crt.
+func (s *Server) CAFile() string { return filepath.Join(s.dir, "certs", "apiserver.crt") }
+
 // Stop ends both servers (SIGTERM, then SIGKILL after 10 s) and removes their data.
 func (s *Server) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
