@@ -89,11 +89,11 @@ const degradedReason = [
 
 const texts: Record<TemplateName, { slack: string; extra?: string }> = {
   "stage-sync-failed": {
-    slack: `:x: ${s("$program")} in ${s("$environment")}: Argo CD could not sync stage ${s("$stage")} to commit ${s("$commit")}, so nothing ran and no verification will: ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Stage: ${s("$stageUrl")} Pulumi: ${s("$stack")}`,
+    slack: `:x: ${s("$program")} in ${s("$environment")}: Argo CD could not sync stage ${s("$stage")} to its branch commit ${s("$commit")}, so nothing ran and no verification will: ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Stage: ${s("$stageUrl")} Pulumi: ${s("$stack")}`,
   },
   "stage-degraded": {
     extra: degradedReason,
-    slack: `:rotating_light: ${s("$program")} in ${s("$environment")}: the Stack of stage ${s("$stage")} at commit ${s("$commit")} is Degraded (the Pulumi Kubernetes Operator stopped retrying): ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Stage: ${s("$stageUrl")} Pulumi: ${s("$stack")}`,
+    slack: `:rotating_light: ${s("$program")} in ${s("$environment")}: the Stack of stage ${s("$stage")} at branch commit ${s("$commit")} is Degraded (the Pulumi Kubernetes Operator stopped retrying): ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Stage: ${s("$stageUrl")} Pulumi: ${s("$stack")}`,
   },
 };
 

@@ -48,7 +48,10 @@ if stalled ~= nil and stalled.status == "True" then
   if failedNow then
     text = text .. lastError()
   end
-  return { status = "Degraded", message = text .. " (workspace pod " .. pod .. ")" }
+  -- The program's commit (the Freight's, which the promotion wrote into spec.commit): Argo CD's Degraded
+  -- notification names it, its own revision being the stage branch's commit.
+  return { status = "Degraded", message = text .. " (program commit " .. tostring(obj.spec.commit) ..
+    ", workspace pod " .. pod .. ")" }
 end
 
 local reconciling = condition("Reconciling")

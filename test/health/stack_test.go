@@ -112,7 +112,7 @@ func TestFailedOnceRetryingThenPastTheRetryLimit(t *testing.T) {
 			}
 		}
 		s.expect("past the retry limit", "Degraded",
-			fmt.Sprintf("UpdateFailed: %s failed %d times", s.kind, maxUpdateFailures), "error: AccessDenied", s.pod)
+			fmt.Sprintf("UpdateFailed: %s failed %d times", s.kind, maxUpdateFailures), "error: AccessDenied", s.pod, "program commit c1")
 		if attempts != maxUpdateFailures+1 {
 			t.Fatalf("Degraded after %d attempts, PKO makes %d", attempts, maxUpdateFailures+1)
 		}
