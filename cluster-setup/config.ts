@@ -125,6 +125,7 @@ export const clusterSetupConfigSchema = z
     certManagerValues: chartValues,
     argoCdValues: chartValues,
     argoRolloutsValues: chartValues,
+    argoEventsValues: chartValues,
     pulumiOperatorValues: chartValues,
     karpenterValues: chartValues,
     burstCpuLimit: z
@@ -224,7 +225,13 @@ export type ClusterSetupConfig = ReturnType<typeof loadClusterSetupConfig>;
 export const loadClusterSetupConfig = (identity: ForkIdentity = fork) => {
   const config = loadConfig(clusterSetupConfigSchema, {
     secrets: ["pulumiAccessToken", "notifySlackToken", "notifyWebhookUrl"],
-    secretCapable: ["certManagerValues", "argoCdValues", "argoRolloutsValues", "pulumiOperatorValues"],
+    secretCapable: [
+      "certManagerValues",
+      "argoCdValues",
+      "argoRolloutsValues",
+      "argoEventsValues",
+      "pulumiOperatorValues",
+    ],
     requireRegion: true,
   });
   // The fork's repository, the one Argo CD may sync Stack manifests from, is the pipeline's (lib/fork.ts).

@@ -5,6 +5,7 @@ import { clusterProvider, platformTags } from "../lib/platform";
 import * as random from "@pulumi/random";
 import { ArgoCd } from "./addons/argoCd";
 import { argoCdNotificationValues, argoCdSubscriptions } from "./addons/argoCdNotifications";
+import { ArgoEvents } from "./addons/argoEvents";
 import { argoRollouts } from "./addons/argoRollouts";
 import { certManager } from "./addons/certManager";
 import { HelmAddon, mergeValues } from "../lib/helmAddon";
@@ -43,8 +44,13 @@ const destinations: NotificationDestinations = {
 const notificationValues = rolloutsNotificationValues(destinations);
 if (!notificationValues)
   pulumi.log.warn(
-    "cluster-setup:notifySlackChannel is not set: notifications are off, nothing is sent (set it with notifySlackToken, or set notifyWebhookUrl)",
+    "cluster-setup:notifySlackChannel is not set: notifications are off, nothing is sent and no event router is installed (set it with notifySlackToken, or set notifyWebhookUrl)",
   );
+// Kargo's own events (new Freight, a promotion failing before any sync, a stopped preview's approval), which
+// only Kubernetes Events record, are routed by Argo Events: installed only with a destination.
+const argoEventsAddon = notificationValues
+  ? new ArgoEvents("argo-events", { provider, destinations, values: config.argoEventsValues })
+  : undefined;
 const argoRolloutsAddon = new HelmAddon(
   notificationValues
     ? { ...argoRollouts, values: mergeValues(argoRollouts.values, { notifications: notificationValues }) }
@@ -161,3 +167,8 @@ export const notifications = notificationSummary(destinations);
 // The annotations kargo puts on each stage's Application to subscribe it to Argo CD's notifications; none
 // without a destination.
 export const argocdSubscriptions = argoCdSubscriptions(destinations);
+// Where kargo declares the EventSource and Sensor of Kargo's events (null: no destination, no router), and
+// the webhook's URL (a secret), which Argo Events' http trigger reads from the Sensor's spec.
+export const eventRouter = argoEventsAddon?.router ?? null;
+export const eventRouterWebhookUrl =
+  argoEventsAddon && config.notifyWebhookUrl ? pulumi.secret(config.notifyWebhookUrl) : null;

@@ -4,6 +4,7 @@
 export const platformNamespaces = {
   argoCd: "argocd",
   argoRollouts: "argo-rollouts",
+  argoEvents: "argo-events",
   certManager: "cert-manager",
   pulumiOperator: "pulumi-kubernetes-operator",
   kargo: "kargo",

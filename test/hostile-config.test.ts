@@ -297,7 +297,7 @@ const cases: Record<ProjectName, Case[]> = {
     [
       "a plain key set as a secret",
       { "cluster-setup:stacksNamespace": "team-stacks" },
-      /cluster-setup:stacksNamespace: is set as a secret, .*keys that may be secret: argoCdValues, argoRolloutsValues, certManagerValues, notifySlackToken, notifyWebhookUrl, pulumiAccessToken, pulumiOperatorValues/,
+      /cluster-setup:stacksNamespace: is set as a secret, .*keys that may be secret: argoCdValues, argoEventsValues, argoRolloutsValues, certManagerValues, notifySlackToken, notifyWebhookUrl, pulumiAccessToken, pulumiOperatorValues/,
       ["cluster-setup:stacksNamespace"],
     ],
   ],

@@ -6,6 +6,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { argoCdChart } from "../cluster-setup/addons/argoCd";
+import { argoEvents, argoEventsVersion } from "../cluster-setup/addons/argoEvents";
 import { argoRollouts } from "../cluster-setup/addons/argoRollouts";
 import { certManager } from "../cluster-setup/addons/certManager";
 import { pulumiOperator } from "../cluster-setup/addons/pulumiOperator";
@@ -87,6 +88,17 @@ function components(): Component[] {
       app: [sourcesSide("rollouts"), ...goModule("github.com/argoproj/argo-rollouts")],
       docs: /\bArgo Rollouts v?(\d+\.\d+(?:\.\d+)?)\b/g,
       versionsRow: "Argo Rollouts",
+    },
+    {
+      // Its CRDs are not among ../shared/crds: no sources.ts tag and no VERSIONS.md row.
+      name: "Argo Events",
+      chart: [chartSide("cluster-setup/addons/argoEvents.ts", argoEvents)],
+      app: [
+        side("cluster-setup/addons/argoEvents.ts argoEventsVersion", argoEventsVersion),
+        ...goModule("github.com/argoproj/argo-events"),
+      ],
+      docs: /\bArgo Events v?(\d+\.\d+(?:\.\d+)?)\b/g,
+      versionsRow: "Argo Events",
     },
     {
       name: "cert-manager",

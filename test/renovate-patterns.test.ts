@@ -8,6 +8,7 @@ import JSON5 from "json5";
 import { RE2JS } from "re2js";
 import { describe, expect, it } from "vitest";
 import { argoCdChart } from "../cluster-setup/addons/argoCd";
+import { argoEvents } from "../cluster-setup/addons/argoEvents";
 import { argoRollouts } from "../cluster-setup/addons/argoRollouts";
 import { certManager } from "../cluster-setup/addons/certManager";
 import { pulumiOperator } from "../cluster-setup/addons/pulumiOperator";
@@ -172,6 +173,12 @@ describe("renovate.json5 groups", () => {
       chart: argoRollouts,
       sources: ["rollouts", "argoRolloutsChart"],
       goModule: "github.com/argoproj/argo-rollouts",
+    },
+    {
+      name: "Argo Events",
+      chart: argoEvents,
+      sources: [],
+      goModule: "github.com/argoproj/argo-events",
     },
     { name: "Pulumi Kubernetes Operator", chart: pulumiOperator, sources: ["pko"] },
     { name: "cert-manager", chart: certManager, sources: ["certManager"] },
