@@ -15,6 +15,7 @@ import { githubApp, loadKargoConfig } from "./config";
 import { KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
+import { EventRouter } from "./eventRouter";
 import { pullRequestChecks, RepositoryRules, unguardedMain, type KargoGitIdentity } from "./repositoryRules";
 import { checkAgainstClusterSetup, clusterAccount, readClusterSetup } from "./upstream";
 import { AccountIdentities } from "./accounts";
@@ -125,6 +126,20 @@ export = async () => {
     kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
     argocdSubscriptions: setup.argocdSubscriptions,
   });
+  // Kargo's own events (new Freight, a promotion failing before any sync, a stopped preview's approval),
+  // routed by the Argo Events cluster-setup installs only with a notification destination.
+  if (setup.eventRouter)
+    new EventRouter(
+      "kargo-events",
+      {
+        provider,
+        pipeline,
+        router: setup.eventRouter,
+        webhookUrl: setup.eventRouterWebhookUrl,
+        kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
+      },
+      { dependsOn: [promotion] },
+    );
   if (!config.gitReadToken)
     pulumi.log.warn(
       "kargo:gitReadToken is not set: Argo CD and PKO get the push token (gitToken), though they only read",

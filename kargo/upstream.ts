@@ -12,6 +12,14 @@ export interface StackIdentity {
   roleArn: string;
 }
 
+/** Where Argo Events runs, for Kargo's events (cluster-setup/addons/argoEvents.ts EventRouter). */
+export interface EventRouterOutput {
+  namespace: string;
+  eventBus: string;
+  slack?: { channel: string; secret: string; key: string };
+  webhook: boolean;
+}
+
 /** What the kargo project reads from cluster-setup, resolved before any resource is declared. */
 export interface ClusterSetup {
   kubeconfig: pulumi.Output<string>;
@@ -48,6 +56,10 @@ export interface ClusterSetup {
   argocdProject: string;
   /** Annotations subscribing each stage's Application to Argo CD's notifications; empty without a destination. */
   argocdSubscriptions: Record<string, string>;
+  /** Argo Events for Kargo's events; undefined without a destination (or from a cluster-setup before it). */
+  eventRouter?: EventRouterOutput;
+  /** The webhook's URL, a secret, when the router has one. */
+  eventRouterWebhookUrl?: pulumi.Output<string>;
 }
 
 export async function readClusterSetup(stackName: string): Promise<ClusterSetup> {
@@ -96,6 +108,23 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
     // Optional: a cluster-setup from before notifications has none, and so subscribes nothing.
     argocdSubscriptions:
       ((await ref.getOutputDetails("argocdSubscriptions")).value as Record<string, string> | undefined) ?? {},
+    ...(await eventRouterOf(ref)),
+  };
+}
+
+/** Optional: none without a destination, and none from a cluster-setup from before Argo Events. */
+async function eventRouterOf(ref: pulumi.StackReference) {
+  const router = (await ref.getOutputDetails("eventRouter")).value as EventRouterOutput | null | undefined;
+  if (!router) return {};
+  return {
+    eventRouter: router,
+    ...(router.webhook
+      ? {
+          eventRouterWebhookUrl: pulumi.secret(
+            ref.requireOutput("eventRouterWebhookUrl") as pulumi.Output<string>,
+          ),
+        }
+      : {}),
   };
 }
 

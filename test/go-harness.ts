@@ -81,19 +81,21 @@ try {
   // -timeout=0: no time limit. The first run builds kube-apiserver from source inside the tests
   // (test/internal/apiserver), which takes as long as a busy machine makes it; any fixed limit (go test's default
   // 10 minutes, our 30) fails it on a loaded machine. A hung run is stopped by CI's job limit.
-  // Two modules: test/go.mod, and test/argocdnotify/go.mod (Argo CD's notifications at the engine Argo CD
-  // pins, which test/go.mod cannot hold beside the one Argo Rollouts pins). A package path under
-  // ./argocdnotify/ runs in that module.
-  const nested = "argocdnotify";
+  // Three modules: test/go.mod; test/argocdnotify/go.mod (Argo CD's notifications at the engine Argo CD
+  // pins, which test/go.mod cannot hold beside the one Argo Rollouts pins); test/argoevents/go.mod (Argo
+  // Events v1.9.10, whose Kubernetes and notifications-engine pins differ again). A package path under
+  // ./<module>/ runs in that module.
+  const nested = ["argocdnotify", "argoevents"];
   const given = process.argv.slice(2);
+  const own = nested.find((m) => given[0]?.replace(/^\.\//, "").startsWith(`${m}/`));
   const runs: { dir: string; targets: string[] }[] =
     given.length === 0
       ? [
           { dir: testDir, targets: ["./..."] },
-          { dir: path.join(testDir, nested), targets: ["./..."] },
+          ...nested.map((m) => ({ dir: path.join(testDir, m), targets: ["./..."] })),
         ]
-      : given[0]!.replace(/^\.\//, "").startsWith(`${nested}/`)
-        ? [{ dir: path.join(testDir, nested), targets: ["./...", ...given.slice(1)] }]
+      : own
+        ? [{ dir: path.join(testDir, own), targets: ["./...", ...given.slice(1)] }]
         : [{ dir: testDir, targets: given }];
   for (const { dir, targets } of runs) {
     const args = ["test", "-json", "-count=1", "-timeout=0", ...targets];

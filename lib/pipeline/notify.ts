@@ -29,7 +29,7 @@ export const notifyKeys = {
 } as const;
 
 /** The update stage of the same program and environment a preview guards: where a stop is let through. */
-function updateAfter(p: Pipeline, s: ProgramStage): ProgramStage | undefined {
+export function updateAfter(p: Pipeline, s: ProgramStage): ProgramStage | undefined {
   return programStages(p).find(
     (u) =>
       u.kind === "update" && u.program === s.program && u.from !== "warehouse" && u.from.includes(s.name),

@@ -66,6 +66,8 @@ export interface PlanProgramOptions {
   config: Record<string, unknown>;
   secretKeys?: string[];
   upstream?: Record<string, UpstreamStack>;
+  /** Tests only: resource inputs with their secrets' values instead of {@link SECRET}, to run them. */
+  revealSecrets?: boolean;
 }
 
 /** Replaces secrets, unknowns and resource references in a wire-format value with readable stand-ins. */
@@ -144,6 +146,7 @@ function markSecretOutputs(
 class RecordingMonitor extends MockMonitor {
   readonly registrations: PlannedResource[] = [];
   stackOutputs: Record<string, unknown> = {};
+  reveal = false;
 
   override async registerResource(req: RegisterRequest, callback: Callback): Promise<void> {
     const raw = req.getObject()?.toJavaScript() ?? {};
@@ -158,7 +161,7 @@ class RecordingMonitor extends MockMonitor {
           parent: req.getParent() || null,
           provider: req.getProvider() ? req.getProvider().split("::").slice(0, 4).join("::") : null,
           dependsOn: [...new Set(req.getDependenciesList())].sort(),
-          inputs: readable(raw) as Record<string, unknown>,
+          inputs: readable(raw, this.reveal) as Record<string, unknown>,
           options: {
             protect: Boolean(req.getProtect()),
             retainOnDelete: Boolean(req.getRetainondelete()),
@@ -247,6 +250,7 @@ export async function planProgram(options: PlanProgramOptions): Promise<ProgramP
   settings._reset();
   await pulumi.runtime.setMocks(mocks, options.project, options.stack, false, PLAN_ORGANIZATION);
   const monitor = new RecordingMonitor(mocks);
+  monitor.reveal = options.revealSecrets === true;
   const sourceMaps = withoutSourceMaps();
   // The SDK takes a stack trace of every promise it makes, for a leak report the mock runtime never prints
   // (pulumi/pulumi v3.270.0 sdk/nodejs/runtime/debuggable.ts): a tenth of the plan. The plan reports a program's

@@ -1,0 +1,106 @@
+// Kargo's own events routed by Argo Events (cluster-setup/addons/argoEvents.ts installs it, only with a
+// notification destination): an EventSource on the project's Events, one Sensor that announces new Freight
+// and promotions failing before any sync, and records who approved a stopped preview (lib/pipeline/events.ts),
+// the least RBAC each needs in the project's namespace, and the admission policy that keeps those records
+// the Sensor's alone.
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import {
+  eventSourceAccount,
+  eventSourceName,
+  eventSourceSpec,
+  sensorAccount,
+  sensorName,
+  sensorSpec,
+  serviceAccountUser,
+  stopApprovalAdmission,
+} from "../lib/pipeline/events";
+import type { Pipeline } from "../lib/pipeline/schema";
+import type { EventRouterOutput } from "./upstream";
+
+export interface EventRouterArgs {
+  provider: k8s.Provider;
+  pipeline: Pipeline;
+  router: EventRouterOutput;
+  /** The webhook's URL (a secret), when one is configured. */
+  webhookUrl?: pulumi.Output<string>;
+  kargoProjectUrl: pulumi.Input<string>;
+}
+
+export class EventRouter extends pulumi.ComponentResource {
+  constructor(name: string, args: EventRouterArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("platform:kargo:EventRouter", name, {}, opts);
+    const p = args.pipeline;
+    const { namespace, eventBus } = args.router;
+    const o = { parent: this, provider: args.provider };
+
+    const account = (id: string, accountName: string) =>
+      new k8s.core.v1.ServiceAccount(`${name}-${id}`, { metadata: { name: accountName, namespace } }, o);
+    // Least privilege in the project's namespace: the EventSource reads Events, the Sensor creates ConfigMaps
+    // (the admission policy narrows that to the approval records).
+    const grant = (id: string, accountName: string, rules: k8s.types.input.rbac.v1.PolicyRule[]) => {
+      const role = new k8s.rbac.v1.Role(
+        `${name}-${id}`,
+        { metadata: { name: accountName, namespace: p.project }, rules },
+        o,
+      );
+      new k8s.rbac.v1.RoleBinding(
+        `${name}-${id}`,
+        {
+          metadata: { name: accountName, namespace: p.project },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name },
+          subjects: [{ kind: "ServiceAccount", name: accountName, namespace }],
+        },
+        o,
+      );
+    };
+    account("source", eventSourceAccount);
+    grant("source", eventSourceAccount, [
+      { apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] },
+    ]);
+    account("sensor", sensorAccount);
+    grant("sensor", sensorAccount, [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create"] }]);
+
+    const { policy, binding } = stopApprovalAdmission(p, serviceAccountUser(namespace, sensorAccount));
+    const vap = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+      policy.metadata.name,
+      { metadata: policy.metadata, spec: policy.spec },
+      o,
+    );
+    new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+      binding.metadata.name,
+      { metadata: binding.metadata, spec: binding.spec },
+      { ...o, dependsOn: [vap] },
+    );
+
+    new k8s.apiextensions.CustomResource(
+      `${name}-source`,
+      {
+        apiVersion: "argoproj.io/v1alpha1",
+        kind: "EventSource",
+        metadata: { name: eventSourceName, namespace },
+        spec: eventSourceSpec(p, eventBus),
+      },
+      o,
+    );
+    const slack = args.router.slack;
+    // The webhook's URL is in the Sensor's spec (Argo Events' http trigger takes no URL from a Secret), so
+    // the whole spec stays a Pulumi secret.
+    const spec = pulumi
+      .all([args.kargoProjectUrl, args.webhookUrl])
+      .apply(([url, webhookUrl]) =>
+        sensorSpec(p, url, eventBus, { ...(slack ? { slack } : {}), ...(webhookUrl ? { webhookUrl } : {}) }),
+      );
+    new k8s.apiextensions.CustomResource(
+      `${name}-sensor`,
+      {
+        apiVersion: "argoproj.io/v1alpha1",
+        kind: "Sensor",
+        metadata: { name: sensorName, namespace },
+        spec: args.webhookUrl ? pulumi.secret(spec) : spec,
+      },
+      { ...o, dependsOn: [vap] },
+    );
+    this.registerOutputs({});
+  }
+}

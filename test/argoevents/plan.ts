@@ -1,0 +1,55 @@
+// What test/argoevents (Go) runs Argo Events over: cluster-setup planned with a Slack channel and a webhook
+// (the given secrets, as `pulumi config set --secret` would hand them over), kargo planned over it, and the
+// pipeline facts the messages must name, derived from the definition. Prints one JSON document on stdout.
+import * as path from "node:path";
+import { pipeline as definition } from "../../kargo/pipeline";
+import { planProgram } from "../../lib/cli/plan/harness";
+import { kubernetesObjects } from "../../lib/cli/plan/output";
+import { planChain, readStackConfig, repoRoot } from "../../lib/cli/plan/projects";
+import { firstGates, stopApprovalStages } from "../../lib/pipeline/events";
+import { programStages, runStages } from "../../lib/pipeline/graph";
+import { validatePipeline } from "../../lib/pipeline/validate";
+
+async function main() {
+  const [slackChannel, slackToken, webhookUrl] = process.argv.slice(2);
+  const overrides: Record<string, unknown> = {
+    ...(slackChannel ? { "cluster-setup:notifySlackChannel": slackChannel } : {}),
+    ...(slackToken ? { "cluster-setup:notifySlackToken": slackToken } : {}),
+    ...(webhookUrl ? { "cluster-setup:notifyWebhookUrl": webhookUrl } : {}),
+  };
+  const secretKeys = ["cluster-setup:notifySlackToken", "cluster-setup:notifyWebhookUrl"].filter(
+    (k) => k in overrides,
+  );
+  const [cluster, setup] = await planChain({ project: "cluster-setup", overrides, secretKeys });
+  const config = readStackConfig("kargo");
+  const kargo = await planProgram({
+    projectDir: path.join(repoRoot, "kargo"),
+    project: "kargo",
+    stack: config.stack,
+    config: config.values,
+    secretKeys: config.secretKeys,
+    upstream: { cluster: cluster!.upstream, "cluster-setup": setup!.upstream },
+    revealSecrets: true,
+  });
+  const p = validatePipeline(definition);
+  process.stdout.write(
+    JSON.stringify({
+      setup: kubernetesObjects(setup!),
+      kargo: kubernetesObjects(kargo),
+      project: p.project,
+      firstGates: firstGates(p),
+      stopApprovalStages: stopApprovalStages(p).map((s) => s.name),
+      programStages: programStages(p).map((s) => ({
+        name: s.name,
+        program: s.program,
+        environment: s.environment,
+      })),
+      gates: runStages(p).flatMap((s) => (s.kind === "gate" ? [s.name] : [])),
+    }),
+  );
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,155 @@
+// Kargo's own events (new Freight, a promotion failing before any sync, a stopped preview's approval) are
+// routed by Argo Events, installed by cluster-setup only with a notification destination, with kargo's
+// EventSource and Sensor over the pipeline. The shape of the plan is pinned here; Argo Events' own matcher
+// and triggers run over it in the Go harness (test/argoevents).
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { argoEvents, eventBusName, eventRouterSecret } from "../cluster-setup/addons/argoEvents";
+import { secretKeys } from "../cluster-setup/addons/notifications";
+import { pipeline as definition } from "../kargo/pipeline";
+import { planProgram } from "../lib/cli/plan/harness";
+import { kubernetesObjects } from "../lib/cli/plan/output";
+import { planChain, readStackConfig, repoRoot } from "../lib/cli/plan/projects";
+import {
+  activeKinds,
+  eventKinds,
+  firstGates,
+  sensorAccount,
+  serviceAccountUser,
+  stopApprovalStages,
+} from "../lib/pipeline/events";
+import { validatePipeline } from "../lib/pipeline/validate";
+
+const slack = {
+  "cluster-setup:notifySlackChannel": "#infra-changes",
+  "cluster-setup:notifySlackToken": "xoxb-1234567890",
+};
+const webhook = { "cluster-setup:notifyWebhookUrl": "https://hooks.example.com/x?key=k" };
+const secret = ["cluster-setup:notifySlackToken", "cluster-setup:notifyWebhookUrl"];
+
+type K8sObject = { kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
+
+/** cluster-setup with `overrides`, and kargo planned over it, as `pulumi up` of both would run. */
+async function planBoth(overrides: Record<string, unknown>) {
+  const [cluster, setup] = await planChain({
+    project: "cluster-setup",
+    overrides,
+    secretKeys: secret.filter((k) => k in overrides),
+  });
+  const config = readStackConfig("kargo");
+  const kargo = await planProgram({
+    projectDir: path.join(repoRoot, "kargo"),
+    project: "kargo",
+    stack: config.stack,
+    config: config.values,
+    secretKeys: config.secretKeys,
+    upstream: { cluster: cluster!.upstream, "cluster-setup": setup!.upstream },
+  });
+  return {
+    setup: setup!,
+    setupObjects: kubernetesObjects(setup!) as K8sObject[],
+    kargoObjects: kubernetesObjects(kargo) as K8sObject[],
+  };
+}
+
+const release = (plan: Awaited<ReturnType<typeof planBoth>>["setup"], chart: string) =>
+  plan.resources.find((r) => r.type === "kubernetes:helm.sh/v3:Release" && r.inputs.chart === chart);
+
+describe("Kargo's events routed by Argo Events", () => {
+  const pipeline = validatePipeline(definition);
+
+  it("installs nothing without a destination, and the plan says so", async () => {
+    const { setup, setupObjects, kargoObjects } = await planBoth({});
+    expect(release(setup, argoEvents.chart)).toBeUndefined();
+    expect(setupObjects.filter((o) => o.kind === "EventBus")).toEqual([]);
+    expect(kargoObjects.filter((o) => ["EventSource", "Sensor"].includes(o.kind))).toEqual([]);
+    expect(setup.outputs.eventRouter).toBeNull();
+    expect(setup.outputs.notifications).toMatch(/^off, nothing is sent/);
+  });
+
+  it("installs the pinned chart with our defaults and the user's values merged over them", async () => {
+    const { setup } = await planBoth({
+      ...webhook,
+      "cluster-setup:argoEventsValues": { controller: { resources: { limits: { memory: "256Mi" } } } },
+    });
+    const r = release(setup, argoEvents.chart)!;
+    expect(r.inputs).toMatchObject({
+      chart: "argo-events",
+      version: "2.4.22",
+      repositoryOpts: { repo: "https://argoproj.github.io/argo-helm" },
+      namespace: argoEvents.namespace,
+    });
+    const values = r.inputs.values as { controller: { resources: Record<string, unknown> } };
+    expect(values.controller.resources).toEqual({
+      requests: (argoEvents.values.controller as { resources: { requests: unknown } }).resources.requests,
+      limits: { memory: "256Mi" },
+    });
+  });
+
+  it("keeps the Slack token in a Secret and the webhook's URL secret in the Sensor's spec", async () => {
+    const both = await planBoth({ ...slack, ...webhook });
+    const bus = both.setupObjects.find((o) => o.kind === "EventBus")!;
+    expect(bus.metadata).toEqual({ name: eventBusName, namespace: argoEvents.namespace });
+    const tokenSecret = both.setupObjects.find(
+      (o) => o.kind === "Secret" && o.metadata.name === eventRouterSecret,
+    )!;
+    expect(tokenSecret.stringData).toBe("[secret]");
+    expect(both.setup.outputs.eventRouter).toEqual({
+      namespace: argoEvents.namespace,
+      eventBus: eventBusName,
+      slack: { channel: "#infra-changes", secret: eventRouterSecret, key: secretKeys.slackToken },
+      webhook: true,
+    });
+    expect(both.setup.outputs.eventRouterWebhookUrl).toBe("[secret]");
+    const sensor = both.kargoObjects.find((o) => o.kind === "Sensor")!;
+    expect(sensor.spec).toBe("[secret]");
+
+    // Slack alone: the spec names the Secret, never the token, and needs no secrecy of its own.
+    const slackOnly = await planBoth(slack);
+    const spec = slackOnly.kargoObjects.find((o) => o.kind === "Sensor")!.spec as {
+      dependencies: { name: string }[];
+      triggers: { template: { name: string } }[];
+    };
+    expect(JSON.stringify(spec)).not.toContain("xoxb-");
+    expect(spec.dependencies.map((d) => d.name)).toEqual(activeKinds(pipeline));
+    expect(slackOnly.setup.outputs.eventRouterWebhookUrl).toBeNull();
+    const names = spec.triggers.map((t) => t.template.name);
+    expect(names).toEqual(
+      activeKinds(pipeline).map((k) => (k === "stop-approved" ? "record-stop-approval" : `${k}-slack`)),
+    );
+  });
+
+  it("grants the EventSource and the Sensor only what they need, and binds the records' policy", async () => {
+    const { kargoObjects } = await planBoth(webhook);
+    const roles = kargoObjects.filter(
+      (o) => o.kind === "Role" && o.metadata.name.startsWith("kargo-events-"),
+    );
+    expect(Object.fromEntries(roles.map((r) => [r.metadata.name, [r.metadata.namespace, r.rules]]))).toEqual({
+      "kargo-events-source": [
+        pipeline.project,
+        [{ apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] }],
+      ],
+      "kargo-events-sensor": [
+        pipeline.project,
+        [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create"] }],
+      ],
+    });
+    const policy = kargoObjects.find(
+      (o) =>
+        o.kind === "ValidatingAdmissionPolicy" &&
+        o.metadata.name === `${pipeline.project}-stop-approval-records`,
+    )!;
+    expect(JSON.stringify(policy.spec)).toContain(serviceAccountUser(argoEvents.namespace, sensorAccount));
+    expect(
+      kargoObjects.find(
+        (o) => o.kind === "ValidatingAdmissionPolicyBinding" && o.metadata.name === policy.metadata.name,
+      ),
+    ).toBeDefined();
+  });
+
+  it("derives what it matches from the pipeline", () => {
+    expect(Object.keys(eventKinds)).toEqual(["freight-created", "promotion-failed", "stop-approved"]);
+    expect(firstGates(pipeline).length).toBeGreaterThan(0);
+    for (const s of stopApprovalStages(pipeline)) expect(s.kind).toBe("update");
+  });
+});
