@@ -22,6 +22,9 @@ const recordSchema = z.object({
   promotion: z.string(),
   promotedBy: z.string().nullish(),
   approvals: z.array(z.object({ gate: z.string(), by: list, at: list })),
+  // Who approved a stopped preview's Freight for this update stage (an empty map: nobody had to; absent or
+  // null: a stage no stop is approved for, or a record from before it was kept).
+  stopApproval: z.record(z.string(), z.string()).nullish(),
   freightUrl: z.string(),
   promotionUrl: z.string(),
 });
@@ -142,6 +145,9 @@ export function formatHistory(environment: string, entries: HistoryEntry[]): str
           const when = (i: number) => a.at[i - (a.by.length - a.at.length)];
           return `  approved at ${a.gate}: ${a.by.map((by, i) => `${q(by)} at ${q(when(i))}`).join(", ")}`;
         }),
+      ...(r.stopApproval?.by
+        ? [`  stopped preview approved by ${q(r.stopApproval.by)} at ${q(r.stopApproval.at)}`]
+        : []),
       ...(e.preview
         ? [`  preview ${e.preview.stage} of ${e.preview.pushedAt}: ${q(e.preview.promotionUrl)}`]
         : []),

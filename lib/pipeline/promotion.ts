@@ -7,6 +7,7 @@ import { isProgramStage, programStages, runStages, upstreamOf, type RunStage } f
 import { names, stackManifestFile, stageBranch, stageBranchFile } from "./names";
 import type { Pipeline } from "./schema";
 import { verificationNotice } from "./notify";
+import { stopApprovalPrefix, stopApprovalStages } from "./events";
 import { analysisTemplateName, policyArgValues } from "./verification";
 import { programOf } from "./stack-manifest";
 
@@ -219,6 +220,7 @@ export const recordTrailer = "Kargo-Record";
  * own. The stage branch, which only Kargo pushes (kargo/repositoryRules.ts), keeps it after the Freight is
  * collected and the cluster is gone. Approvals are every gate's, as the Freight's metadata holds them now;
  * `ctx.uiBaseUrl` is Kargo's own address (its chart's API_SERVER_BASE_URL), so the links need no config.
+ * `stopApproval` is who approved a stopped preview's Freight for this update stage, and when.
  */
 export function promotionMessage(p: Pipeline, commitInText: string): string {
   const gates = runStages(p).filter((s) => s.kind === "gate");
@@ -227,6 +229,15 @@ export function promotionMessage(p: Pipeline, commitInText: string): string {
       `{"gate": ${JSON.stringify(g.name)}, "by": md?.[${JSON.stringify(approvalKey(g.name))}], "at": md?.[${JSON.stringify(approvalTimeKey(g.name))}]}`,
   );
   const ui = 'ctx.uiBaseUrl + "/project/" + ctx.project';
+  // Who let a stopped preview through: the ConfigMap Argo Events' Sensor creates from Kargo's FreightApproved
+  // event (lib/pipeline/events.ts), read with configMap(), which yields an empty map for one that does not
+  // exist (akuity/kargo v1.11.2 pkg/expressions/function/functions.go getConfigMap). Only update stages a
+  // stop is approved for have one; the others record null.
+  const stops = stopApprovalStages(p).map((s) => JSON.stringify(s.name));
+  const stopApproval =
+    stops.length > 0
+      ? `ctx.stage in [${stops.join(", ")}] ? configMap(${JSON.stringify(stopApprovalPrefix)} + ctx.targetFreight.name + "-" + ctx.stage) : nil`
+      : "nil";
   const record = [
     `"project": ctx.project`,
     `"stage": ctx.stage`,
@@ -236,6 +247,7 @@ export function promotionMessage(p: Pipeline, commitInText: string): string {
     `"promotion": ctx.promotion`,
     `"promotedBy": ctx.meta.promotion.actor`,
     `"approvals": [${approvals.join(", ")} ]`,
+    `"stopApproval": ${stopApproval}`,
     `"freightUrl": ${ui} + "/freight/" + ctx.targetFreight.name`,
     `"promotionUrl": ${ui} + "/promotion/" + ctx.promotion`,
   ];

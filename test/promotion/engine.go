@@ -30,6 +30,8 @@ type Engine struct {
 	gitUserErr error
 	// ArgoCD acts on Applications between reconciles of a Running step; nil is SyncSucceeds.
 	ArgoCD ArgoCD
+	// ConfigMaps are the project namespace's ConfigMaps by name, each its data: what configMap() reads.
+	ConfigMaps map[string]map[string]string
 
 	apps     *Applications
 	appsOnce sync.Once
@@ -223,7 +225,7 @@ func (e *Engine) functions(stage string) (*functions, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &functions{project: e.Kargo.OfKind("Project")[0].GetName(), warehouses: map[string][]string{}, store: e.Freight}
+	f := &functions{project: e.Kargo.OfKind("Project")[0].GetName(), warehouses: map[string][]string{}, store: e.Freight, configMaps: e.ConfigMaps}
 	requested, _, _ := unstructured.NestedSlice(obj.Object, "spec", "requestedFreight")
 	for _, r := range requested {
 		var req struct {

@@ -2,6 +2,7 @@ package promotion
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/akuity/kargo/pkg/urls"
 	"github.com/expr-lang/expr"
@@ -9,14 +10,15 @@ import (
 
 // The expression functions a step config may call that live in Kargo's API-dependent package
 // (akuity/kargo v1.11.2 pkg/expressions/function/functions.go), answered from the test's Freight with the
-// signatures and result shapes declared there. Utility functions (semver*) and Secrets/ConfigMaps are
-// not offered: nothing we emit calls them, and an expression that did would fail to compile here.
+// signatures and result shapes declared there. Utility functions (semver*), Secrets and shared ConfigMaps
+// are not offered: nothing we emit calls them, and an expression that did would fail to compile here.
 type functions struct {
 	project    string
 	requested  []requestedFreight
 	freight    []*Freight
 	warehouses map[string][]string // Warehouse name → the repo URLs of its git subscriptions
 	store      *FreightStore
+	configMaps map[string]map[string]string // the project namespace's ConfigMaps, by name
 }
 
 // requestedFreight is one entry of a Stage's spec.requestedFreight: the origin it takes Freight from.
@@ -34,6 +36,7 @@ func (f *functions) options() []expr.Option {
 			new(func(repoURL string) GitCommit),
 		),
 		expr.Function("freightMetadata", f.freightMetadata, new(func(freightRefName string) map[string]any)),
+		expr.Function("configMap", f.configMap, new(func(name string) map[string]string)),
 	}
 }
 
@@ -123,4 +126,21 @@ func (f *functions) freightMetadata(a ...any) (any, error) {
 		return nil, err
 	}
 	return metadata, nil
+}
+
+// configMap is functions.go ConfigMap() (getConfigMap): the data of the project namespace's ConfigMap of that
+// name, and an empty map, not an error, when there is none.
+func (f *functions) configMap(a ...any) (any, error) {
+	if len(a) != 1 {
+		return nil, fmt.Errorf("expected 1 argument, got %d", len(a))
+	}
+	name, ok := a[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("argument must be string, got %T", a[0])
+	}
+	data, ok := f.configMaps[name]
+	if !ok {
+		return map[string]string{}, nil
+	}
+	return maps.Clone(data), nil
 }
