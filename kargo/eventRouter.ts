@@ -12,9 +12,12 @@ import {
   sensorAccount,
   sensorName,
   sensorSpec,
+} from "../lib/pipeline/events";
+import {
+  approvalEventAdmission,
   serviceAccountUser,
   stopApprovalAdmission,
-} from "../lib/pipeline/events";
+} from "../lib/pipeline/events-admission";
 import type { Pipeline } from "../lib/pipeline/schema";
 import type { EventRouterOutput } from "./upstream";
 
@@ -25,6 +28,8 @@ export interface EventRouterArgs {
   /** The webhook's URL (a secret), when one is configured. */
   webhookUrl?: pulumi.Output<string>;
   kargoProjectUrl: pulumi.Input<string>;
+  /** Kargo's namespace: its API and webhooks server's ServiceAccounts alone record approvals. */
+  kargoNamespace: string;
 }
 
 export class EventRouter extends pulumi.ComponentResource {
@@ -61,17 +66,23 @@ export class EventRouter extends pulumi.ComponentResource {
     account("sensor", sensorAccount);
     grant("sensor", sensorAccount, [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create"] }]);
 
-    const { policy, binding } = stopApprovalAdmission(p, serviceAccountUser(namespace, sensorAccount));
-    const vap = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-      policy.metadata.name,
-      { metadata: policy.metadata, spec: policy.spec },
-      o,
-    );
-    new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-      binding.metadata.name,
-      { metadata: binding.metadata, spec: binding.spec },
-      { ...o, dependsOn: [vap] },
-    );
+    // The records are the Sensor's alone, and the Events they are made from Kargo's alone.
+    const policies = [
+      stopApprovalAdmission(p, serviceAccountUser(namespace, sensorAccount)),
+      approvalEventAdmission(p, args.kargoNamespace),
+    ].map(({ policy, binding }) => {
+      const vap = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        policy.metadata.name,
+        { metadata: policy.metadata, spec: policy.spec },
+        o,
+      );
+      new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        binding.metadata.name,
+        { metadata: binding.metadata, spec: binding.spec },
+        { ...o, dependsOn: [vap] },
+      );
+      return vap;
+    });
 
     new k8s.apiextensions.CustomResource(
       `${name}-source`,
@@ -99,7 +110,7 @@ export class EventRouter extends pulumi.ComponentResource {
         metadata: { name: sensorName, namespace },
         spec: args.webhookUrl ? pulumi.secret(spec) : spec,
       },
-      { ...o, dependsOn: [vap] },
+      { ...o, dependsOn: policies },
     );
     this.registerOutputs({});
   }

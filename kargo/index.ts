@@ -12,7 +12,7 @@ import { validatePipeline } from "../lib/pipeline/validate";
 import { ConfigError } from "../lib/config";
 import { ciAsCode } from "./ci";
 import { githubApp, loadKargoConfig } from "./config";
-import { KargoInstall } from "./kargoInstall";
+import { kargoChart, KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
 import { EventRouter } from "./eventRouter";
@@ -137,6 +137,7 @@ export = async () => {
         router: setup.eventRouter,
         webhookUrl: setup.eventRouterWebhookUrl,
         kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
+        kargoNamespace: kargoChart.namespace,
       },
       { dependsOn: [promotion] },
     );

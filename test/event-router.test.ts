@@ -2,11 +2,13 @@
 // routed by Argo Events, installed by cluster-setup only with a notification destination, with kargo's
 // EventSource and Sensor over the pipeline. The shape of the plan is pinned here; Argo Events' own matcher
 // and triggers run over it in the Go harness (test/argoevents).
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { argoEvents, eventBusName, eventRouterSecret } from "../cluster-setup/addons/argoEvents";
 import { secretKeys } from "../cluster-setup/addons/notifications";
 import { pipeline as definition } from "../kargo/pipeline";
+import { parseQuantity } from "../lib/capacity";
 import { planProgram } from "../lib/cli/plan/harness";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain, readStackConfig, repoRoot } from "../lib/cli/plan/projects";
@@ -15,9 +17,10 @@ import {
   eventKinds,
   firstGates,
   sensorAccount,
-  serviceAccountUser,
   stopApprovalStages,
 } from "../lib/pipeline/events";
+import { approvalRecorders, serviceAccountUser } from "../lib/pipeline/events-admission";
+import { kargoChart } from "../kargo/kargoInstall";
 import { validatePipeline } from "../lib/pipeline/validate";
 
 const slack = {
@@ -145,11 +148,57 @@ describe("Kargo's events routed by Argo Events", () => {
         (o) => o.kind === "ValidatingAdmissionPolicyBinding" && o.metadata.name === policy.metadata.name,
       ),
     ).toBeDefined();
+    const events = kargoObjects.find(
+      (o) =>
+        o.kind === "ValidatingAdmissionPolicy" &&
+        o.metadata.name === `${pipeline.project}-freight-approved-events`,
+    )!;
+    for (const user of approvalRecorders(kargoChart.namespace))
+      expect(JSON.stringify(events.spec)).toContain(user);
+    expect(
+      kargoObjects.find(
+        (o) => o.kind === "ValidatingAdmissionPolicyBinding" && o.metadata.name === events.metadata.name,
+      ),
+    ).toBeDefined();
   });
 
   it("derives what it matches from the pipeline", () => {
     expect(Object.keys(eventKinds)).toEqual(["freight-created", "promotion-failed", "stop-approved"]);
     expect(firstGates(pipeline).length).toBeGreaterThan(0);
     for (const s of stopApprovalStages(pipeline)) expect(s.kind).toBe("update");
+  });
+});
+
+describe("what Argo Events adds to the nodes", () => {
+  it("is what docs/capacity-and-cost.md states: its pods and their requests, from the plan", async () => {
+    // Slack alone: the Sensor's spec is readable in the plan (with a webhook it is a secret).
+    const { setup, setupObjects, kargoObjects } = await planBoth(slack);
+    const requests: { cpu?: string; memory?: string }[] = [];
+    const values = release(setup, argoEvents.chart)!.inputs.values as {
+      controller: { replicas: number; resources: { requests: { cpu: string; memory: string } } };
+    };
+    for (let i = 0; i < values.controller.replicas; i++) requests.push(values.controller.resources.requests);
+    const bus = setupObjects.find((o) => o.kind === "EventBus")!.spec as {
+      jetstream: { replicas: number } & Record<string, { resources?: { requests: object } } | number>;
+    };
+    const containers = ["containerTemplate", "reloaderContainerTemplate", "metricsContainerTemplate"];
+    let pods = values.controller.replicas + bus.jetstream.replicas;
+    for (let i = 0; i < bus.jetstream.replicas; i++)
+      for (const c of containers)
+        requests.push((bus.jetstream[c] as { resources: { requests: object } }).resources.requests);
+    for (const kind of ["EventSource", "Sensor"]) {
+      const spec = kargoObjects.find((o) => o.kind === kind)!.spec as {
+        template: { container: { resources: { requests: object } } };
+      };
+      requests.push(spec.template.container.resources.requests);
+      pods++;
+    }
+    const cpu = requests.reduce((n, r) => n + parseQuantity(r.cpu, "cpu"), 0);
+    const memory = requests.reduce((n, r) => n + parseQuantity(r.memory, "memory"), 0);
+    const doc = fs
+      .readFileSync(path.join(repoRoot, "docs", "capacity-and-cost.md"), "utf8")
+      .replace(/\s+/g, " ");
+    expect(doc).toContain(`${pods} more pods`);
+    expect(doc).toContain(`requesting ${cpu}m CPU and ${memory} MiB together`);
   });
 });

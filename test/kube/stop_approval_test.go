@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,8 +50,8 @@ func routedPlan(t *testing.T) ([]*unstructured.Unstructured, string) {
 
 // TestOnlyTheSensorRecordsAStopApproval applies the routed plan's admission policy on the approval records,
 // and the Sensor's Role and RoleBinding, to the real kube-apiserver, then asks it as Argo Events' Sensor and
-// as a cluster administrator: only the Sensor creates a record (immutable), nobody changes one, and the
-// Sensor creates nothing else.
+// as a cluster administrator: only the Sensor creates a record (immutable), nobody changes one, the Sensor
+// creates nothing else, and only Kargo records the FreightApproved Event a record is made from.
 func TestOnlyTheSensorRecordsAStopApproval(t *testing.T) {
 	objects, project := routedPlan(t)
 	s := apiserver.Shared(t)
@@ -57,10 +60,11 @@ func TestOnlyTheSensorRecordsAStopApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := &installation{server: s}
-	var sensorUser, policy string
+	var sensorUser, policy, eventPolicy string
+	var recorders []string
 	for _, o := range objects {
 		kind := o.GetKind()
-		isPolicy := (kind == "ValidatingAdmissionPolicy" || kind == "ValidatingAdmissionPolicyBinding") && strings.Contains(o.GetName(), "stop-approval")
+		isPolicy := (kind == "ValidatingAdmissionPolicy" || kind == "ValidatingAdmissionPolicyBinding") && (strings.Contains(o.GetName(), "stop-approval") || strings.Contains(o.GetName(), "freight-approved"))
 		isSensorRBAC := (kind == "Role" || kind == "RoleBinding") && o.GetName() == "kargo-events-sensor"
 		if !isPolicy && !isSensorRBAC {
 			continue
@@ -70,8 +74,16 @@ func TestOnlyTheSensorRecordsAStopApproval(t *testing.T) {
 			sa := subjects[0].(map[string]any)
 			sensorUser = "system:serviceaccount:" + sa["namespace"].(string) + ":" + sa["name"].(string)
 		}
-		if kind == "ValidatingAdmissionPolicy" {
+		if kind == "ValidatingAdmissionPolicy" && strings.Contains(o.GetName(), "stop-approval") {
 			policy = o.GetName()
+		}
+		if kind == "ValidatingAdmissionPolicy" && strings.Contains(o.GetName(), "freight-approved") {
+			eventPolicy = o.GetName()
+			validations, _, _ := unstructured.NestedSlice(o.Object, "spec", "validations")
+			expression, _, _ := unstructured.NestedString(validations[0].(map[string]any), "expression")
+			for _, m := range regexp.MustCompile(`"(system:serviceaccount:[^"]+)"`).FindAllStringSubmatch(expression, -1) {
+				recorders = append(recorders, m[1])
+			}
 		}
 		if _, err := in.apply(ctx, o); err != nil {
 			t.Fatalf("%s %s was refused: %v", kind, o.GetName(), err)
@@ -83,8 +95,8 @@ func TestOnlyTheSensorRecordsAStopApproval(t *testing.T) {
 			}
 		})
 	}
-	if sensorUser == "" || policy == "" {
-		t.Fatalf("the routed plan lacks the Sensor's RoleBinding (%q) or the records' policy (%q)", sensorUser, policy)
+	if sensorUser == "" || policy == "" || eventPolicy == "" || len(recorders) == 0 {
+		t.Fatalf("the routed plan lacks the Sensor's RoleBinding (%q), the records' policy (%q) or the approval Events' (%q, recorders %v)", sensorUser, policy, eventPolicy, recorders)
 	}
 	as := func(user string, groups ...string) kubernetes.Interface {
 		c := rest.CopyConfig(s.Config)
@@ -152,7 +164,51 @@ func TestOnlyTheSensorRecordsAStopApproval(t *testing.T) {
 	if err := create(admin, record("settings", "", nil)); err != nil {
 		t.Errorf("an administrator's ordinary ConfigMap was refused: %v", err)
 	}
+	approvedEvents(t, project, eventPolicy, recorders, as)
 	if _, err := sensor.CoreV1().ConfigMaps("default").Create(ctx, record("approval-elsewhere", "", &immutable), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the Sensor may create ConfigMaps outside project %s: %v", project, err)
+	}
+}
+
+// approvedEvents: in the project's namespace, only Kargo's components record a FreightApproved Event, through
+// either Event API; anyone else's is refused by the policy, and other Events are not its business.
+func approvedEvents(t *testing.T, project, policy string, recorders []string, as func(string, ...string) kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	admin := as("alice@example.com", "system:masters", "system:authenticated")
+	event := func(name, reason string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: project, Annotations: map[string]string{"event.kargo.akuity.io/actor": "email:mallory@example.com", "event.kargo.akuity.io/stage-name": "s"}},
+			InvolvedObject: corev1.ObjectReference{Kind: "Freight", Namespace: project, Name: "f", APIVersion: "kargo.akuity.io/v1alpha1"},
+			Reason:         reason, Message: "Freight approved", Type: corev1.EventTypeNormal, Count: 1,
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "kargo-api"},
+		}
+	}
+	deadline := time.Now().Add(enforcedWithin)
+	for i := 0; ; i++ {
+		_, err := admin.CoreV1().Events(project).Create(ctx, event(fmt.Sprintf("probe.%d", i), "FreightApproved"), metav1.CreateOptions{})
+		if err != nil && strings.Contains(err.Error(), policy) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("policy %s is not enforced after %s: %v", policy, enforcedWithin, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i, r := range recorders {
+		if _, err := as(r, "system:masters", "system:authenticated").CoreV1().Events(project).Create(ctx, event(fmt.Sprintf("kargo.%d", i), "FreightApproved"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s's FreightApproved Event was refused: %v", r, err)
+		}
+	}
+	if _, err := admin.CoreV1().Events(project).Create(ctx, event("other.1", "PromotionSucceeded"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("an administrator's other Event was refused: %v", err)
+	}
+	_, err := admin.EventsV1().Events(project).Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "forged.2", Namespace: project},
+		EventTime:  metav1.NowMicro(), ReportingController: "kargo-api", ReportingInstance: "x", Action: "Approve",
+		Reason: "FreightApproved", Regarding: corev1.ObjectReference{Kind: "Freight", Namespace: project, Name: "f"}, Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), policy) {
+		t.Errorf("an administrator's FreightApproved Event through events.k8s.io was not refused by %s: %v", policy, err)
 	}
 }

@@ -1,0 +1,132 @@
+// Who may write what the record of a stopped preview's approval rests on, as the API server enforces it: the
+// ConfigMap Argo Events' Sensor creates (lib/pipeline/events.ts), and the Kubernetes Event it is made from.
+import { stopApprovalPrefix } from "./events";
+import type { Pipeline } from "./schema";
+
+const lit = (s: string) => JSON.stringify(s);
+
+/** The Kubernetes user of a ServiceAccount, as the API server names it in `request.userInfo.username`. */
+export const serviceAccountUser = (namespace: string, name: string) =>
+  `system:serviceaccount:${namespace}:${name}`;
+
+/**
+ * The admission policy and binding that keep the approval records the Sensor's alone: in the project's
+ * namespace, a ConfigMap named (or generated) with the record prefix is created only by the Sensor's
+ * ServiceAccount, only immutable, and never updated; and that ServiceAccount creates nothing else there
+ * (its Role grants `create` on ConfigMaps, which RBAC cannot narrow to a name prefix).
+ */
+export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
+  const name = `${p.project}-stop-approval-records`;
+  const prefix = lit(stopApprovalPrefix);
+  const record = (o: string) =>
+    `(${o}.metadata.?name.orValue('').startsWith(${prefix}) || ${o}.metadata.?generateName.orValue('').startsWith(${prefix}))`;
+  const check = (expression: string, message: string) => ({ expression, message, reason: "Forbidden" });
+  const policy = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicy" as const,
+    metadata: { name, labels: { "app.kubernetes.io/part-of": p.project } },
+    spec: {
+      failurePolicy: "Fail",
+      matchConstraints: {
+        resourceRules: [
+          {
+            apiGroups: [""],
+            apiVersions: ["v1"],
+            operations: ["CREATE", "UPDATE"],
+            resources: ["configmaps"],
+          },
+        ],
+      },
+      variables: [
+        { name: "sensor", expression: `request.userInfo.username == ${lit(sensorUser)}` },
+        {
+          name: "record",
+          expression: `request.operation == 'CREATE' ? ${record("object")} : (${record("object")} || ${record("oldObject")})`,
+        },
+      ],
+      validations: [
+        check(
+          "!variables.record || (request.operation == 'CREATE' && variables.sensor)",
+          `metadata.name: ConfigMaps named ${stopApprovalPrefix}* in namespace ${p.project} record who approved a stopped preview; only Argo Events' Sensor (${sensorUser}) creates them, and nobody changes them`,
+        ),
+        check(
+          "!variables.record || object.?immutable.orValue(false) == true",
+          `immutable: a record of a stopped preview's approval must be immutable`,
+        ),
+        check(
+          "variables.record || !variables.sensor",
+          `metadata.name: ${sensorUser} may create only ConfigMaps named ${stopApprovalPrefix}* in namespace ${p.project}`,
+        ),
+      ],
+    },
+  };
+  const binding = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding" as const,
+    metadata: { name, labels: { "app.kubernetes.io/part-of": p.project } },
+    spec: {
+      policyName: name,
+      validationActions: ["Deny"],
+      matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": p.project } } },
+    },
+  };
+  return { policy, binding };
+}
+
+/**
+ * Kargo's components that record a Freight's approval (akuity/kargo v1.11.2: the API server,
+ * pkg/server/approve_freight_v1alpha1.go, and the Kubernetes webhooks server when Freight status is patched
+ * directly, pkg/webhook/kubernetes/freight/webhook.go), by their chart's ServiceAccount names.
+ */
+export const approvalRecorders = (kargoNamespace: string) =>
+  ["kargo-api", "kargo-webhooks-server"].map((sa) => serviceAccountUser(kargoNamespace, sa));
+
+/**
+ * The Event the record is made from is Kargo's: in the project's namespace, an Event with reason
+ * FreightApproved is created or changed only by Kargo's components, so nobody else allowed to create Events
+ * (a controller, an administrator) can make up an approver. Both Event APIs (core and events.k8s.io) store it.
+ */
+export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
+  const name = `${p.project}-freight-approved-events`;
+  const recorders = approvalRecorders(kargoNamespace);
+  const labels = { "app.kubernetes.io/part-of": p.project };
+  const policy = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicy" as const,
+    metadata: { name, labels },
+    spec: {
+      failurePolicy: "Fail",
+      matchConstraints: {
+        resourceRules: [
+          {
+            apiGroups: ["", "events.k8s.io"],
+            apiVersions: ["v1"],
+            operations: ["CREATE", "UPDATE"],
+            resources: ["events"],
+          },
+        ],
+      },
+      matchConditions: [
+        { name: "freight-approved", expression: "object.?reason.orValue('') == 'FreightApproved'" },
+      ],
+      validations: [
+        {
+          expression: `request.userInfo.username in [${recorders.map(lit).join(", ")}]`,
+          message: `reason: a FreightApproved Event in namespace ${p.project} records who approved Freight; only Kargo (${recorders.join(", ")}) records one`,
+          reason: "Forbidden",
+        },
+      ],
+    },
+  };
+  const binding = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding" as const,
+    metadata: { name, labels },
+    spec: {
+      policyName: name,
+      validationActions: ["Deny"],
+      matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": p.project } } },
+    },
+  };
+  return { policy, binding };
+}
