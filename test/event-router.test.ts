@@ -9,6 +9,7 @@ import { argoEvents, eventBusName, eventRouterSecret } from "../cluster-setup/ad
 import { secretKeys } from "../cluster-setup/addons/notifications";
 import { pipeline as definition } from "../kargo/pipeline";
 import { parseQuantity } from "../lib/capacity";
+import { plannedCapacity } from "../lib/cli/plan/capacity";
 import { planProgram } from "../lib/cli/plan/harness";
 import { kubernetesObjects } from "../lib/cli/plan/output";
 import { planChain, readStackConfig, repoRoot } from "../lib/cli/plan/projects";
@@ -49,6 +50,7 @@ async function planBoth(overrides: Record<string, unknown>) {
     upstream: { cluster: cluster!.upstream, "cluster-setup": setup!.upstream },
   });
   return {
+    plans: [cluster!, setup!, kargo],
     setup: setup!,
     setupObjects: kubernetesObjects(setup!) as K8sObject[],
     kargoObjects: kubernetesObjects(kargo) as K8sObject[],
@@ -172,7 +174,8 @@ describe("Kargo's events routed by Argo Events", () => {
 describe("what Argo Events adds to the nodes", () => {
   it("is what docs/capacity-and-cost.md states: its pods and their requests, from the plan", async () => {
     // Slack alone: the Sensor's spec is readable in the plan (with a webhook it is a secret).
-    const { setup, setupObjects, kargoObjects } = await planBoth(slack);
+    const both = await planBoth(slack);
+    const { setup, setupObjects, kargoObjects } = both;
     const requests: { cpu?: string; memory?: string }[] = [];
     const values = release(setup, argoEvents.chart)!.inputs.values as {
       controller: { replicas: number; resources: { requests: { cpu: string; memory: string } } };
@@ -200,5 +203,10 @@ describe("what Argo Events adds to the nodes", () => {
       .replace(/\s+/g, " ");
     expect(doc).toContain(`${pods} more pods`);
     expect(doc).toContain(`requesting ${cpu}m CPU and ${memory} MiB together`);
+    // The capacity figures know the chart's own pod: a fork's docs with a destination still plan.
+    const controller = plannedCapacity(both.plans, validatePipeline(definition)).groups.find(
+      (g) => g.owner === argoEvents.name,
+    );
+    expect(controller).toMatchObject({ replicas: values.controller.replicas, kind: "Deployment" });
   });
 });

@@ -6,8 +6,8 @@ import { pipeline as definition } from "../../kargo/pipeline";
 import { planProgram } from "../../lib/cli/plan/harness";
 import { kubernetesObjects } from "../../lib/cli/plan/output";
 import { planChain, readStackConfig, repoRoot } from "../../lib/cli/plan/projects";
-import { firstGates, stopApprovalStages } from "../../lib/pipeline/events";
 import { programStages, runStages } from "../../lib/pipeline/graph";
+import { notifyKeys } from "../../lib/pipeline/notify";
 import { validatePipeline } from "../../lib/pipeline/validate";
 
 async function main() {
@@ -37,8 +37,26 @@ async function main() {
       setup: kubernetesObjects(setup!),
       kargo: kubernetesObjects(kargo),
       project: p.project,
-      firstGates: firstGates(p),
-      stopApprovalStages: stopApprovalStages(p).map((s) => s.name),
+      // From the definition and the plan, not from lib/pipeline/events.ts, which is under test: the gates the
+      // Warehouse feeds as declared, and the update stage each stopping preview names to its deciders.
+      firstGates: p.stages.flatMap((s) =>
+        s.kind === "gate" && s.from === "warehouse" ? [{ gate: s.name, approvers: s.approvers }] : [],
+      ),
+      stopApprovalStages: [
+        ...new Set(
+          kubernetesObjects(kargo).flatMap((o) => {
+            const stage = o as {
+              kind: string;
+              spec?: { verification?: { analysisRunMetadata?: { annotations?: Record<string, string> } } };
+            };
+            const to =
+              stage.kind === "Stage"
+                ? stage.spec?.verification?.analysisRunMetadata?.annotations?.[notifyKeys.approveStage]
+                : undefined;
+            return to ? [to] : [];
+          }),
+        ),
+      ],
       programStages: programStages(p).map((s) => ({
         name: s.name,
         program: s.program,
