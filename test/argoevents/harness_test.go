@@ -123,8 +123,8 @@ type gitCommit struct {
 const annotationPrefix = "event.kargo.akuity.io/"
 
 // kargoEvent is a Kubernetes Event as Kargo v1.11.2 records one: pkg/event/kubernetes/sender.go hands the
-// annotations of pkg/event (freight.go, promotion.go, event.go MarshalAnnotationsTo) with reason = the event
-// type to client-go's AnnotatedEventf, which names the Event <object>.<hex time> in the object's namespace
+// annotations of pkg/event/freight.go, pkg/event/promotion.go and pkg/event/event.go (MarshalAnnotationsTo,
+// keys in api/v1alpha1/event.go) with reason = the event type to client-go's AnnotatedEventf, which names the Event <object>.<hex time> in the object's namespace
 // (client-go tools/record/event.go makeEvent).
 func kargoEvent(project, reason, kind, name, message string, annotations map[string]string) corev1.Event {
 	now := metav1.NewTime(time.Date(2026, 11, 27, 14, 24, 7, 0, time.UTC))
