@@ -18,8 +18,13 @@ import {
   eventKinds,
   firstGates,
   sensorAccount,
+  sensorName,
+  sensorSpec,
   stopApprovalStages,
 } from "../lib/pipeline/events";
+import { programStages } from "../lib/pipeline/graph";
+import { MAX_PROGRAMS } from "../lib/pipeline/schema";
+import { largestPipeline } from "./largest-pipeline";
 import { approvalRecorders, serviceAccountUser } from "../lib/pipeline/events-admission";
 import { kargoChart } from "../kargo/kargoInstall";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -162,6 +167,21 @@ describe("Kargo's events routed by Argo Events", () => {
         (o) => o.kind === "ValidatingAdmissionPolicyBinding" && o.metadata.name === events.metadata.name,
       ),
     ).toBeDefined();
+  });
+
+  it("keeps the largest pipeline's Sensor within what Argo Events can hand its pod", () => {
+    // The controller passes the Sensor (name, namespace, spec) to its pod as one base64 environment variable
+    // (argo-events v1.9.10 pkg/reconciler/sensor/resource.go, SENSOR_OBJECT); Linux execs none over 128 KiB
+    // (MAX_ARG_STRLEN). Half of that, so a fork's longer names and more stages still fit.
+    const largest = largestPipeline();
+    const spec = sensorSpec(largest, `https://${"k".repeat(253)}/project/${largest.project}`, eventBusName, {
+      slack: { channel: "#infra-changes", secret: eventRouterSecret, key: secretKeys.slackToken },
+      webhookUrl: `https://hooks.example.com/${"x".repeat(1970)}`,
+    });
+    const object = JSON.stringify({ metadata: { namespace: argoEvents.namespace, name: sensorName }, spec });
+    const variable = `SENSOR_OBJECT=${Buffer.from(object).toString("base64")}`;
+    expect(programStages(largest).length).toBeGreaterThanOrEqual(MAX_PROGRAMS * 2);
+    expect(variable.length).toBeLessThan(64 * 1024);
   });
 
   it("derives what it matches from the pipeline", () => {

@@ -5,7 +5,7 @@
 // filter's string values are regular expressions, so each is anchored), and its triggers are Argo Events'
 // own: `slack` and `http` for the messages, `k8s` for the record of a stopped preview's approval. Pure
 // functions over the definition; kargo/eventRouter.ts registers them.
-import { programStages, runStages, type ProgramStage } from "./graph";
+import { programStageName, programStages, runStages, type ProgramStage } from "./graph";
 import { isProtected, type Pipeline } from "./schema";
 import { updateAfter } from "./notify";
 
@@ -60,15 +60,23 @@ export function stopApprovalStages(p: Pipeline): ProgramStage[] {
   return [...new Map(stages.map((s) => [s.name, s])).values()];
 }
 
-/** The stages whose promotions are announced when they fail: every program stage and every gate. */
-function promotedStages(p: Pipeline): { name: string; program: string; environment: string }[] {
-  return runStages(p).flatMap((s) =>
-    s.kind === "preview" || s.kind === "update"
-      ? [{ name: s.name, program: s.program, environment: s.environment }]
-      : s.kind === "gate"
-        ? [{ name: s.name, program: "", environment: "" }]
-        : [],
+/**
+ * A stage's program and environment, found in the template from the programs and the declared environment
+ * stages: a program stage is named after both (graph.ts programStageName), longest program first. Not a table
+ * of every stage: the Sensor reaches its pods as one environment variable (argo-events v1.9.10
+ * pkg/reconciler/sensor/resource.go, base64), and Linux takes at most 128 KiB in one.
+ */
+function stageFacts(p: Pipeline): string {
+  const programs = p.programs.map((x) => x.name).sort((a, b) => b.length - a.length);
+  const declared = p.stages.flatMap((s) =>
+    s.kind === "gate" ? [] : [`${lit(s.name)} ${lit(s.environment)}`],
   );
+  return [
+    '{{- $program := "" -}}{{- $environment := "" -}}',
+    `{{- range $p := list ${programs.map(lit).join(" ")} -}}{{- $suffix := printf "-%s" $p -}}`,
+    `{{- if and (not $program) (hasSuffix $suffix $stage) -}}{{- $e := get (dict ${declared.join(" ")}) (trimSuffix $suffix $stage) -}}`,
+    "{{- if $e -}}{{- $program = $p -}}{{- $environment = $e -}}{{- end -}}{{- end -}}{{- end -}}",
+  ].join("");
 }
 
 const anchored = (values: readonly string[]) => [`^(${values.map(escapeRegExp).join("|")})$`];
@@ -97,7 +105,24 @@ export function eventSourceSpec(p: Pipeline, eventBus: string) {
   };
 }
 
-/** Each dependency's filters: the reason, the object Kargo recorded it for, and for an approval the stage. */
+/**
+ * A pattern matching exactly these program stages' names: `^(<declared>|…)-(<program>|…)$` when they are every
+ * program of every declared stage among them (as a pipeline's stages usually are), else each name.
+ */
+function stageNamesPattern(stages: ProgramStage[]): string[] {
+  const declared = [...new Set(stages.map((s) => s.declared))];
+  const programs = [...new Set(stages.map((s) => s.program))];
+  const names = new Set(stages.map((s) => s.name));
+  const product = declared.flatMap((d) => programs.map((x) => programStageName(d, x)));
+  return product.length === names.size && product.every((n) => names.has(n))
+    ? [`^(${declared.map(escapeRegExp).join("|")})-(${programs.map(escapeRegExp).join("|")})$`]
+    : anchored([...names]);
+}
+
+/**
+ * Each dependency's filters: the reason, the object Kargo recorded it for and its namespace (the project's,
+ * which holds the pipeline's Stages alone), and for an approval the stage.
+ */
 function dependency(p: Pipeline, kind: EventKind) {
   const data: { path: string; type: string; value: string[] }[] = [
     { path: "body.reason", type: "string", value: anchored(eventKinds[kind]) },
@@ -112,13 +137,7 @@ function dependency(p: Pipeline, kind: EventKind) {
     data.push({
       path: annotationPath(kargoEventKeys.stage),
       type: "string",
-      value: anchored(stopApprovalStages(p).map((s) => s.name)),
-    });
-  if (kind === "promotion-failed")
-    data.push({
-      path: annotationPath(kargoEventKeys.stage),
-      type: "string",
-      value: anchored(promotedStages(p).map((s) => s.name)),
+      value: stageNamesPattern(stopApprovalStages(p)),
     });
   return { name: kind, eventSourceName, eventName, filters: { data } };
 }
@@ -142,9 +161,6 @@ const get = (key: string) => `(index $a ${lit(key)} | default "")`;
  * the Freight's first (Kargo's json.Marshal of its commits, in an annotation).
  */
 function withPrelude(p: Pipeline, kargoProjectUrl: string, body: string): string {
-  const stages = promotedStages(p);
-  const dict = (f: (s: (typeof stages)[number]) => string) =>
-    `(dict ${stages.map((s) => `${lit(s.name)} ${lit(f(s))}`).join(" ")})`;
   const lines: [string[], string][] = [
     [["b"], "{{- $b := .Input.body | default dict -}}"],
     [["a"], "{{- $a := $b.metadata.annotations | default dict -}}"],
@@ -153,8 +169,7 @@ function withPrelude(p: Pipeline, kargoProjectUrl: string, body: string): string
     [["promotion"], `{{- $promotion := ${get(kargoEventKeys.promotion)} -}}`],
     [["actor"], `{{- $actor := ${get(kargoEventKeys.actor)} -}}`],
     [["reason"], '{{- $reason := $b.message | default "" -}}'],
-    [["program"], `{{- $program := get ${dict((s) => s.program)} $stage -}}`],
-    [["environment"], `{{- $environment := get ${dict((s) => s.environment)} $stage -}}`],
+    [["program", "environment"], stageFacts(p)],
     [
       ["what"],
       '{{- $what := printf "gate %s" $stage -}}{{- if $program -}}{{- $what = printf "%s in %s (stage %s)" $program $environment $stage -}}{{- end -}}',
