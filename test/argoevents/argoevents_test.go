@@ -15,6 +15,7 @@ import (
 
 	"github.com/argoproj/argo-events/pkg/apis/events/v1alpha1"
 	resourcesource "github.com/argoproj/argo-events/pkg/eventsources/sources/resource"
+	busvalidate "github.com/argoproj/argo-events/pkg/reconciler/eventbus"
 	sensorvalidate "github.com/argoproj/argo-events/pkg/reconciler/sensor"
 	"github.com/argoproj/argo-events/pkg/sensors/triggers"
 	httptrigger "github.com/argoproj/argo-events/pkg/sensors/triggers/http"
@@ -92,6 +93,9 @@ func plannedRouter(t *testing.T) router {
 }
 
 func validateBus(b *v1alpha1.EventBus) error {
+	if err := busvalidate.ValidateEventBus(b); err != nil {
+		return fmt.Errorf("Argo Events refuses the planned EventBus: %w", err)
+	}
 	if b.Spec.JetStream == nil || b.Spec.JetStream.GetReplicas() != 1 {
 		return errorf("the EventBus must be JetStream with one server (Argo Events clusters it only above two): %+v", b.Spec)
 	}
