@@ -203,7 +203,7 @@ function slackText(p: Pipeline, kind: Exclude<EventKind, "stop-approved">): stri
       .join("; ");
     return `:inbox_tray: New Freight ${s("$freight")} at commit ${s("$commit")} (${s("$subject")}) waits at ${s(lit(gates))}. Approve: ${s("$freightUrl")}`;
   }
-  return `:x: The promotion of ${s("$what")} to commit ${s("$commit")} failed before any sync or verification: ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Freight: ${s("$freightUrl")}`;
+  return `:x: The promotion of ${s("$what")} to commit ${s("$commit")} failed: ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Freight: ${s("$freightUrl")}`;
 }
 
 /** The webhook's JSON fields per message, each set by Argo Events as a JSON string (sjson). */
