@@ -1,13 +1,15 @@
-// docs/rotating-secrets.md names what the programs hold: every key a project takes as a secret, every password
-// it generates, every Kubernetes Secret and every secret chart value it writes (each with every option that
-// adds one switched on), and says "env" wherever one of our own pods takes a Secret as an environment variable
-// (so a running pod keeps the old value). What reads each value upstream is read at the pinned tags and named
-// on the page; it cannot run here.
+// docs/rotating-secrets.md says where each secret lands, and that is where the programs put it: each key a
+// project declares secret is planned with a value of its own and followed into every resource that holds it
+// (Kubernetes Secrets, chart values, custom resources, providers), with every option that adds a place on, and
+// with the read tokens and the GitHub App off (where the other tokens stand in for them). The page also names
+// every generated password, every Secret and secret chart value the projects write, and says "env" wherever
+// one of our own pods takes a Secret as an environment variable (a running pod then keeps the old value).
+// What reads each value upstream is read at the pinned tags and named on the page; it cannot run here.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { SECRET, type ProgramPlan } from "../lib/cli/plan/harness";
+import { planProgram, SECRET, type PlannedResource, type ProgramPlan } from "../lib/cli/plan/harness";
 import { planChain, readStackConfig, repoRoot, type ProjectName } from "../lib/cli/plan/projects";
 import { programStages } from "../lib/pipeline/graph";
 import { stackManifest } from "../lib/pipeline/stack-manifest";
@@ -17,6 +19,40 @@ import { ofType, planError } from "./helpers";
 const page = fs.readFileSync(path.join(repoRoot, "docs", "rotating-secrets.md"), "utf8");
 const pipeline = validatePipeline(definition);
 const projects = ["cluster-setup", "kargo"] as const satisfies readonly ProjectName[];
+
+/**
+ * A value of its own for each key a project declares secret, shaped as its schema wants; the test looks for
+ * it (for the PEM key, its body line). The first test checks that these are every such key.
+ */
+const marked: Record<string, string> = {
+  "cluster-setup:pulumiAccessToken": "pul-rotate-pulumiAccessToken",
+  "cluster-setup:notifySlackToken": "xoxb-rotate-notifySlackToken",
+  "cluster-setup:notifyWebhookUrl": "https://hooks.example.com/rotate-notifyWebhookUrl",
+  "kargo:gitToken": "rotate-gitToken",
+  "kargo:gitReadToken": "rotate-gitReadToken",
+  "kargo:pulumiReadToken": "rotate-pulumiReadToken",
+  "kargo:githubAdminToken": "rotate-githubAdminToken",
+  "kargo:pulumiAdminToken": "rotate-pulumiAdminToken",
+  "kargo:githubAppPrivateKey":
+    "-----BEGIN RSA PRIVATE KEY-----\nrotate-githubAppPrivateKey\n-----END RSA PRIVATE KEY-----\n",
+};
+const needle = (key: string) => marked[key]!.trim().split("\n").at(-2) ?? marked[key]!;
+const markedIn = (project: string) =>
+  Object.fromEntries(Object.entries(marked).filter(([k]) => k.startsWith(`${project}:`)));
+
+/** Every option that adds a place a secret lands in: notifications to both destinations, Argo Events. */
+const setupOptions = { "cluster-setup:notifySlackChannel": "#infra-changes" };
+/** The Kargo admin account, the repository's rules and Pulumi Cloud's trust of the CI. */
+const kargoOptions = {
+  "kargo:kargoAdminAccount": true,
+  "kargo:githubRulesets": true,
+  "kargo:pulumiCloudOidc": true,
+  "kargo:ciClusterStack": "plan-org/cluster/ci",
+};
+/** The GitHub App's other keys, set with its private key. */
+const appOptions = { "kargo:githubAppId": 1, "kargo:githubAppInstallationId": 2 };
+/** Unset, other tokens stand in: gitToken for gitReadToken and the App, pulumiAccessToken for pulumiReadToken. */
+const standIns = ["kargo:gitReadToken", "kargo:pulumiReadToken", "kargo:githubAppPrivateKey"];
 
 /** The rows of the markdown tables under a `## ` heading, each as its cells. */
 function tables(heading: string): string[][][] {
@@ -46,6 +82,12 @@ const names = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]
 /** The rows of a table whose first cell names `value` (as `value` or `project:value`). */
 const rowsFor = (table: string[][], value: string) =>
   table.filter((row) => names(row[0]!).some((n) => n === value || n.endsWith(`:${value}`)));
+/** The names in the "lands in" cell of `key`'s row (`project:key` or `key`). */
+const landsIn = (key: string) => {
+  const rows = rowsFor(where!, key.slice(key.indexOf(":") + 1));
+  expect(rows, `a row for ${key}`).toHaveLength(1);
+  return names(rows[0]![1]!);
+};
 
 /** Each project's keys that may be set as secrets, as the program says when another key is set so. */
 async function secretCapableKeys(project: (typeof projects)[number]): Promise<string[]> {
@@ -59,10 +101,14 @@ async function secretCapableKeys(project: (typeof projects)[number]): Promise<st
   return listed![1]!.split(", ");
 }
 
-/** Whether `project:key` is one the project declares secret: set in the clear, it is refused as such. */
-async function declaredSecret(project: string, key: string): Promise<boolean> {
+/**
+ * Whether `project:key` is one the project declares secret: in its Pulumi.yaml (the CLI then refuses it in
+ * the clear), or to the program, which refuses it in the clear.
+ */
+async function declaredSecret(project: ProjectName, key: string): Promise<boolean> {
   const full = `${project}:${key}`;
-  return planChain({ project: project as ProjectName, overrides: { [full]: "in-the-clear" } }).then(
+  if (readStackConfig(project).secretKeys.includes(full)) return true;
+  return planChain({ project, overrides: { [full]: "in-the-clear" } }).then(
     () => false,
     (error: Error) => error.message.includes(`${full}: must be encrypted as it's secret`),
   );
@@ -72,22 +118,11 @@ async function declaredSecret(project: string, key: string): Promise<boolean> {
 const asWritten = (name: string) =>
   name.startsWith(`${pipeline.project}-`) ? `<project>${name.slice(pipeline.project.length)}` : name;
 
-/** A planned `namespace/name` as the page writes it: the project and the stacks namespace as placeholders. */
-const placeholders = (stacksNamespace: string) => (namespace: string, name: string) => {
-  const ns =
-    namespace === pipeline.project
-      ? "<project>"
-      : namespace === stacksNamespace
-        ? "<stacksNamespace>"
-        : namespace;
-  return `${ns}/${asWritten(name)}`;
-};
-
-/** The dotted paths of every secret leaf of a chart's values. */
-function secretLeaves(value: unknown, at: string[] = []): string[][] {
-  if (value === SECRET) return [at];
+/** The dotted paths of every leaf of `value` that `test` picks. */
+function leaves(value: unknown, test: (leaf: unknown) => boolean, at: string[] = []): string[][] {
+  if (test(value)) return [at];
   if (value && typeof value === "object")
-    return Object.entries(value).flatMap(([k, v]) => secretLeaves(v, [...at, k]));
+    return Object.entries(value).flatMap(([k, v]) => leaves(v, test, [...at, k]));
   return [];
 }
 
@@ -103,68 +138,112 @@ function envSecretNames(value: unknown): string[] {
   return [...here, ...Object.values(record).flatMap(envSecretNames)];
 }
 
+/** cluster-setup, then kargo over it, as `pulumi up` of both runs them (secrets shown only when `reveal`). */
+async function planBoth(options: { reveal: boolean; unset?: string[] }): Promise<ProgramPlan[]> {
+  const [cluster] = await planChain({ project: "cluster" });
+  const plan = async (project: ProjectName, extra: Record<string, unknown>, upstream: ProgramPlan[]) => {
+    const config = readStackConfig(project);
+    const secrets = Object.fromEntries(
+      Object.entries(markedIn(project)).filter(([k]) => !(options.unset ?? []).includes(k)),
+    );
+    return planProgram({
+      projectDir: path.join(repoRoot, project),
+      project,
+      stack: config.stack,
+      config: { ...config.values, ...secrets, ...extra },
+      secretKeys: [...config.secretKeys, ...Object.keys(secrets)],
+      upstream: Object.fromEntries(upstream.map((p) => [p.project, p.upstream])),
+      revealSecrets: options.reveal,
+    });
+  };
+  const setup = await plan("cluster-setup", setupOptions, [cluster!]);
+  const app = options.unset?.includes("kargo:githubAppPrivateKey") ? {} : appOptions;
+  const kargo = await plan("kargo", { ...kargoOptions, ...app }, [cluster!, setup]);
+  return [setup, kargo];
+}
+
 describe("docs/rotating-secrets.md", () => {
   let plans: ProgramPlan[];
+  let revealed: ProgramPlan[][];
   let named: (namespace: string, name: string) => string;
 
   beforeAll(async () => {
-    // Every option that adds a secret, on: notifications to both destinations, the Kargo admin account, the
-    // read tokens, a GitHub App, the admin tokens.
-    const [, setup] = await planChain({
-      project: "cluster-setup",
-      overrides: {
-        "cluster-setup:notifySlackChannel": "#infra-changes",
-        "cluster-setup:notifySlackToken": "xoxb-1234567890",
-        "cluster-setup:notifyWebhookUrl": "https://hooks.example.com/x?key=k",
-      },
-      secretKeys: ["cluster-setup:notifySlackToken", "cluster-setup:notifyWebhookUrl"],
-    });
-    const kargoSecrets = {
-      "kargo:gitReadToken": "ghp_read",
-      "kargo:pulumiReadToken": "pul-read",
-      "kargo:githubAppPrivateKey":
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIplan\n-----END RSA PRIVATE KEY-----\n",
-      "kargo:githubAdminToken": "ghp_admin",
-      "kargo:pulumiAdminToken": "pul-admin",
+    plans = await planBoth({ reveal: false });
+    revealed = [await planBoth({ reveal: true }), await planBoth({ reveal: true, unset: standIns })];
+    const stacksNamespace = String(plans[0]!.outputs.stacksNamespace);
+    named = (namespace, name) => {
+      const ns =
+        namespace === pipeline.project
+          ? "<project>"
+          : namespace === stacksNamespace
+            ? "<stacksNamespace>"
+            : namespace;
+      return `${ns}/${asWritten(name)}`;
     };
-    const kargo = (
-      await planChain({
-        project: "kargo",
-        overrides: {
-          ...kargoSecrets,
-          "kargo:kargoAdminAccount": true,
-          "kargo:githubAppId": 1,
-          "kargo:githubAppInstallationId": 2,
-        },
-        secretKeys: Object.keys(kargoSecrets),
-      })
-    ).at(-1)!;
-    plans = [setup!, kargo];
-    named = placeholders(String(setup!.outputs.stacksNamespace));
   });
+
+  /** Where a resource's value at `at` lands, as the page writes it. */
+  const place = (r: PlannedResource, at: string[]): string[] => {
+    if (r.type === "kubernetes:helm.sh/v3:Release") return [at.slice(1).join(".")];
+    if (r.type.startsWith("pulumi:providers:")) return [r.name];
+    const metadata = r.inputs.metadata as { name: string; namespace: string } | undefined;
+    return metadata ? [named(metadata.namespace, metadata.name)] : [r.type];
+  };
+  /** Whether a cell's names hold a place: itself, or a chart value as its parent path and its key. */
+  const holds = (cell: string[], where: string) => {
+    const parts = where.split(".");
+    return (
+      cell.includes(where) ||
+      (parts.length > 1 && cell.includes(parts.slice(0, -1).join(".")) && cell.includes(parts.at(-1)!))
+    );
+  };
 
   it("has a row in both tables for the same values", () => {
     expect(where!.length).toBeGreaterThan(0);
     expect(when!.map((row) => row[0])).toEqual(where!.map((row) => row[0]));
   });
 
-  it.each(projects)(
-    "names every key %s takes as a secret, and says what picks each declared one up",
-    async (project) => {
+  it("follows every key the projects declare secret, and names every key that may be set so", async () => {
+    const declared: string[] = [];
+    for (const project of projects) {
       const keys = await secretCapableKeys(project);
-      let declared = 0;
       for (const key of keys) {
         expect(page, `${project}:${key}`).toMatch(new RegExp(`\`(${project}:)?${key}\``));
-        if (!(await declaredSecret(project, key))) continue;
-        declared++;
-        expect(rowsFor(where!, key), `${project}:${key}`).not.toEqual([]);
-        expect(rowsFor(when!, key), `${project}:${key}`).not.toEqual([]);
+        if (await declaredSecret(project, key)) declared.push(`${project}:${key}`);
       }
-      // Both kinds exist in each project: the tokens it declares secret, and chart values a user may set so.
-      expect(declared).toBeGreaterThan(0);
-      expect(declared).toBeLessThan(keys.length);
-    },
-  );
+      // Both kinds in each project: the tokens it declares secret, and chart values a user may set so.
+      expect(declared.filter((k) => k.startsWith(`${project}:`)).length).toBeGreaterThan(0);
+      expect(declared.filter((k) => k.startsWith(`${project}:`)).length).toBeLessThan(keys.length);
+    }
+    expect(Object.keys(marked).sort()).toEqual(declared.sort());
+    for (const key of declared) {
+      expect(rowsFor(where!, key.slice(key.indexOf(":") + 1)), key).toHaveLength(1);
+      expect(rowsFor(when!, key.slice(key.indexOf(":") + 1)), key).toHaveLength(1);
+    }
+  });
+
+  it.each(Object.keys(marked))("says every place %s lands in, and no planned place it does not", (key) => {
+    const places = new Set<string>();
+    for (const both of revealed)
+      for (const r of both.flatMap((p) => p.resources))
+        for (const at of leaves(r.inputs, (v) => typeof v === "string" && v.includes(needle(key))))
+          place(r, at).forEach((p) => places.add(p));
+    expect(places.size, `${key} lands somewhere`).toBeGreaterThan(0);
+    const cell = landsIn(key);
+    expect([...places].filter((p) => !holds(cell, p))).toEqual([]);
+    // Conversely, each Secret or custom resource the plans write that the row names holds this value.
+    const planned = new Set(
+      plans.flatMap((p) =>
+        p.resources.flatMap((r) => {
+          const m = r.inputs.metadata as { name?: string; namespace?: string } | undefined;
+          return m?.name && m.namespace && leaves(r.inputs, (v) => v === SECRET).length > 0
+            ? [named(m.namespace, m.name)]
+            : [];
+        }),
+      ),
+    );
+    expect(cell.filter((n) => planned.has(n) && !places.has(n))).toEqual([]);
+  });
 
   it("names every password the projects generate, in both of its sections", () => {
     const passwords = plans.flatMap((p) =>
@@ -177,7 +256,8 @@ describe("docs/rotating-secrets.md", () => {
         generated.filter((row) => names(row[2]!).includes(password)),
         password,
       ).not.toEqual([]);
-      expect(rowsFor(where!, password), password).not.toEqual([]);
+      expect(rowsFor(where!, password), password).toHaveLength(1);
+      expect(rowsFor(when!, password), password).toHaveLength(1);
     }
   });
 
@@ -189,25 +269,23 @@ describe("docs/rotating-secrets.md", () => {
       }),
     );
     expect(secrets.length).toBeGreaterThan(0);
-    const landsIn = where!.flatMap((row) => names(row[1]!));
-    expect(secrets.filter((s) => !landsIn.includes(s))).toEqual([]);
+    const all = where!.flatMap((row) => names(row[1]!));
+    expect(secrets.filter((s) => !all.includes(s))).toEqual([]);
   });
 
   it("names every secret chart value, and the Secret key it becomes", () => {
-    const leaves = plans.flatMap((p) =>
-      ofType(p, "kubernetes:helm.sh/v3:Release").flatMap((r) => secretLeaves(r.inputs.values)),
+    const values = plans.flatMap((p) =>
+      ofType(p, "kubernetes:helm.sh/v3:Release").flatMap((r) =>
+        leaves(r.inputs.values, (v) => v === SECRET).map((at) => at.join(".")),
+      ),
     );
     // The admin passwords, the Kargo signing key, the notification tokens of both charts.
-    expect(leaves.length).toBeGreaterThanOrEqual(6);
-    for (const leaf of leaves) {
-      const cells = where!.map((row) => names(row[1]!));
-      const whole = leaf.join(".");
-      const parent = leaf.slice(0, -1).join(".");
+    expect(values.length).toBeGreaterThanOrEqual(6);
+    for (const value of values)
       expect(
-        cells.some((n) => n.includes(whole) || (n.includes(parent) && n.includes(leaf.at(-1)!))),
-        whole,
+        where!.some((row) => holds(names(row[1]!), value)),
+        value,
       ).toBe(true);
-    }
   });
 
   it("says env for every Secret our own pods take as environment variables", () => {
