@@ -232,7 +232,8 @@ export function promotionMessage(p: Pipeline, commitInText: string): string {
   // Who let a stopped preview through: the ConfigMap Argo Events' Sensor creates from Kargo's FreightApproved
   // event (lib/pipeline/events.ts), read with configMap(), which yields an empty map for one that does not
   // exist (akuity/kargo v1.11.2 pkg/expressions/function/functions.go getConfigMap); Kargo's controller, which
-  // evaluates it, reads ConfigMaps in every namespace (charts/kargo/templates/controller/cluster-roles.yaml).
+  // evaluates it, reads ConfigMaps in every namespace (charts/kargo/templates/controller/cluster-roles.yaml),
+  // from the API server, not a cache (cmd/controlplane/controller.go DisableFor), so a new record is seen.
   // Only update stages a stop is approved for have one; the others record null.
   const stops = stopApprovalStages(p).map((s) => JSON.stringify(s.name));
   const stopApproval =
