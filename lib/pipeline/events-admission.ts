@@ -76,7 +76,9 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
 /**
  * Kargo's components that record a Freight's approval (akuity/kargo v1.11.2: the API server,
  * pkg/server/approve_freight_v1alpha1.go, and the Kubernetes webhooks server when Freight status is patched
- * directly, pkg/webhook/kubernetes/freight/webhook.go), by their chart's ServiceAccount names.
+ * directly, pkg/webhook/kubernetes/freight/webhook.go), each with its own client (cmd/controlplane/api.go
+ * InternalClient, not the signed-in user's), by the ServiceAccount names the chart fixes
+ * (charts/kargo/templates/api/service-account.yaml, kubernetes-webhooks-server/service-account.yaml).
  */
 export const approvalRecorders = (kargoNamespace: string) =>
   ["kargo-api", "kargo-webhooks-server"].map((sa) => serviceAccountUser(kargoNamespace, sa));
