@@ -125,6 +125,31 @@ describe("npm run history", () => {
     expect(text).toContain('"dave" at null, "erin" at "2026-03-04T05:06:07Z"');
   });
 
+  it("prints who let a stopped preview through, as a JSON string; nothing for an empty or absent approval", () => {
+    const approved = {
+      ...record(update.name, "e".repeat(40), []),
+      stopApproval: { by: hostile, at: "2026-05-06T07:08:09Z", stage: update.name, freight: "e".repeat(40) },
+    };
+    const none = { ...record(update.name, "f".repeat(40), []), stopApproval: {} };
+    const older = record(update.name, "0".repeat(40), []);
+    const dir = repository(
+      [approved, none, older].map((r) => ({
+        stage: update.name,
+        freight: r.freight,
+        by: [],
+        raw: `x\n\n${recordTrailer}: ${JSON.stringify(r)}`,
+      })),
+    );
+    const text = formatHistory(
+      environment,
+      environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/")),
+    );
+    const lines = text.split("\n").filter((l) => l.includes("stopped preview approved by"));
+    expect(lines).toEqual([
+      `  stopped preview approved by ${JSON.stringify(hostile)} at "2026-05-06T07:08:09Z"`,
+    ]);
+  });
+
   it("says which commit holds no record (a commit by hand), and refuses a commit naming two", () => {
     const dir = repository([{ stage: update.name, freight: "c".repeat(40), by: [], raw: "fix by hand" }]);
     const [entry] = environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"));
