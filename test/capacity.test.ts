@@ -31,6 +31,15 @@ const pipeline = validatePipeline(definition);
 const bruteForce = (p: Pick<Pipeline, "stages" | "programs">) =>
   Math.max(...bruteForceMoments(p).map((running) => running.length));
 
+/** The largest generated pipeline the validation takes, for a seed: generated and validated once per file. */
+const largestShapes = new Map<number, Pipeline>();
+const largestShape = (seed: number): Pipeline => {
+  const size = { environments: MAX_ENVIRONMENTS, programs: MAX_PROGRAMS };
+  if (!largestShapes.has(seed))
+    largestShapes.set(seed, validatedShape(generateShape(seed, size), definition));
+  return largestShapes.get(seed)!;
+};
+
 /** `p` with every stage that takes Freight from any one of several waiting for all of them instead. */
 const allOf = (p: Pipeline): Pipeline => ({
   ...p,
@@ -71,8 +80,7 @@ describe("the workspaces one Freight starts at once", () => {
 
   it("counts the largest generated pipelines the validation takes: a set that runs together, no fewer than if every stage waited for all", () => {
     for (const seed of [1, 2, 3]) {
-      const size = { environments: MAX_ENVIRONMENTS, programs: MAX_PROGRAMS };
-      const p = validatedShape(generateShape(seed, size), definition);
+      const p = largestShape(seed);
       const running = concurrentStages(p);
       expect(programStages(p).length).toBeGreaterThan(100);
       expect(
@@ -223,14 +231,7 @@ describe("capacity of the fixed base", () => {
     expect(burstShortfall(planned)).toBeUndefined();
     // What the base and the burst limits hold at once; a shape starting more says so, with the figures.
     const held = baseWorkspaces + burst.perNode * burst.allowedNodes;
-    const shapes = [withMoreEnvironments(definition, 10, "side by side")].concat(
-      [1, 2, 3].map((seed) =>
-        validatedShape(
-          generateShape(seed, { environments: MAX_ENVIRONMENTS, programs: MAX_PROGRAMS }),
-          definition,
-        ),
-      ),
-    );
+    const shapes = [withMoreEnvironments(definition, 10, "side by side")].concat([1, 2, 3].map(largestShape));
     const counts = shapes.map((shape) => {
       const side = plannedCapacity(plans, shape);
       expect(burstShortfall(side) === undefined, `${side.concurrent} at once`).toBe(side.concurrent <= held);

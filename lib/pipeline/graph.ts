@@ -10,21 +10,33 @@ export interface GraphNode {
 
 export const upstreamOf = (s: GraphNode): string[] => (s.from === "warehouse" ? [] : s.from);
 
-/** Every stage upstream of `name`, transitively; every upstream must name a stage (validatePipeline checks it first). */
-export function ancestors(stages: GraphNode[], name: string): Set<string> {
+/**
+ * The stages upstream of a stage, transitively, for any stage of `stages`: each worked out once, over one index
+ * of the stages (a pipeline of the largest size asks for most of its thousand stages').
+ */
+export function ancestry(stages: GraphNode[]): (name: string) => ReadonlySet<string> {
   const byName = new Map(stages.map((s) => [s.name, s]));
-  const seen = new Set<string>();
-  const visit = (n: string) => {
-    for (const up of upstreamOf(byName.get(n)!)) {
-      if (!seen.has(up)) {
-        seen.add(up);
-        visit(up);
+  const known = new Map<string, Set<string>>();
+  return (name) => {
+    let seen = known.get(name);
+    if (seen) return seen;
+    seen = new Set<string>();
+    const visit = (n: string) => {
+      for (const up of upstreamOf(byName.get(n)!)) {
+        if (!seen!.has(up)) {
+          seen!.add(up);
+          visit(up);
+        }
       }
-    }
+    };
+    visit(name);
+    known.set(name, seen);
+    return seen;
   };
-  visit(name);
-  return seen;
 }
+
+/** Every stage upstream of `name`, transitively; every upstream must name a stage (validatePipeline checks it first). */
+export const ancestors = (stages: GraphNode[], name: string): Set<string> => new Set(ancestry(stages)(name));
 
 export const isGate = (s: Stage): s is GateStage => s.kind === "gate";
 /** The definition's environment stages (each becomes one Kargo stage per program: {@link expandStages}). */
@@ -206,13 +218,14 @@ export function expandStages(
   if (cycle) return { stages, cycle, mixed: [] };
 
   const mixed: Expansion["mixed"] = [];
+  const upstreamOfStage = ancestry(full);
   const result = stages.map((s): RunStage => {
     if (s.kind === "join" || s.kind === "gate") return s;
     const deps = dependencyEdges.get(s.name)!;
     if (deps.length === 0) return s;
     const base = s.from === "warehouse" ? [] : s.from;
-    const keptDeps = deps.filter((d) => !base.some((b) => ancestors(full, b).has(d)));
-    const keptBase = base.filter((b) => !keptDeps.some((d) => ancestors(full, d).has(b)));
+    const keptDeps = deps.filter((d) => !base.some((b) => upstreamOfStage(b).has(d)));
+    const keptBase = base.filter((b) => !keptDeps.some((d) => upstreamOfStage(d).has(b)));
     if (keptDeps.length > 0 && keptBase.length > 1 && !s.requireAll)
       mixed.push({ stage: s.name, program: s.program, upstream: keptBase });
     const from = [...keptBase, ...keptDeps];
