@@ -120,6 +120,31 @@ describe("the validator", () => {
     expect(errorsOf(stage({}))).toEqual([]);
   });
 
+  it("compiles every schema it holds: each pinned CRD's kinds, Kargo's step and subscription schemas", () => {
+    // It compiles each when an object first needs it; an object of every kind, step and subscription needs all.
+    const kinds = Object.values(validationData.crds)
+      .flat()
+      .map((crd) => ({
+        apiVersion: crd.group ? `${crd.group}/${crd.version}` : crd.version,
+        kind: crd.kind,
+        metadata: { name: "all", namespace: "all" },
+      }));
+    const steps = Object.keys(validationData.steps)
+      .filter((step) => step !== "argocd-common")
+      .map((uses) => ({ uses, config: {} }));
+    const warehouse = {
+      ...kinds.find((k) => k.kind === "Warehouse")!,
+      spec: { subscriptions: Object.keys(validationData.subscriptions).map((kind) => ({ [kind]: {} })) },
+    };
+    expect(steps.length).toBeGreaterThan(0);
+    expect(warehouse.spec.subscriptions.length).toBeGreaterThan(0);
+    const report = getValidator().validate([...kinds, withSteps(steps), warehouse] as KubeObject[]);
+    expect(report.unschematized).toEqual([]);
+    expect(
+      report.errors.filter((e) => /is not a (kind any pinned CRD serves|built-in Kargo step)/.test(e)),
+    ).toEqual([]);
+  });
+
   it("rejects an unknown field, which the API server would drop silently", () => {
     expect(errorsOf(stage({ requestedFreights: [] }))).toEqual([
       'Stage infra/dev: /spec: unknown field "requestedFreights"',

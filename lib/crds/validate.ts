@@ -21,9 +21,16 @@ interface CelRule {
 
 interface KindSchema {
   scope: "Namespaced" | "Cluster";
-  validate: ValidateFunction;
+  /** Compiled on first use: a plan reads a few of the pinned CRDs' kinds, and compiling each takes time. */
+  validate: () => ValidateFunction;
   rules: CelRule[];
 }
+
+/** `compile`, run once, on the first call. */
+const once = <T>(compile: () => T): (() => T) => {
+  let compiled: { value: T } | undefined;
+  return () => (compiled ??= { value: compile() }).value;
+};
 
 export interface ValidationReport {
   /** Problems, each naming the object and the field. Empty when everything is valid. */
@@ -168,7 +175,7 @@ export function createValidator(data: ValidationData = readValidationData()) {
     for (const crd of versions) {
       kinds.set(`${crd.group}/${crd.version}/${crd.kind}`, {
         scope: crd.scope,
-        validate: crdAjv.compile(toJsonSchema(crd.schema)),
+        validate: once(() => crdAjv.compile(toJsonSchema(crd.schema))),
         rules: collectRules(crd.schema),
       });
     }
@@ -176,16 +183,16 @@ export function createValidator(data: ValidationData = readValidationData()) {
 
   const { "argocd-common": argocdCommon, ...stepSchemas } = data.steps;
   ajv.addSchema({ ...argocdCommon, $id: "argocd-common.json" });
-  const steps = new Map<string, ValidateFunction>(
+  const steps = new Map<string, () => ValidateFunction>(
     Object.entries(stepSchemas).map(([step, schema]) => [
       step,
-      ajv.compile({ ...schema, $id: `${step}-config.json` }),
+      once(() => ajv.compile({ ...schema, $id: `${step}-config.json` })),
     ]),
   );
-  const subscriptions = new Map<string, ValidateFunction>(
+  const subscriptions = new Map<string, () => ValidateFunction>(
     Object.entries(data.subscriptions).map(([name, schema]) => [
       name,
-      ajv.compile({ ...schema, $id: `subscription-${name}.json` }),
+      once(() => ajv.compile({ ...schema, $id: `subscription-${name}.json` })),
     ]),
   );
 
@@ -193,7 +200,7 @@ export function createValidator(data: ValidationData = readValidationData()) {
     if (!Array.isArray(list)) return;
     list.forEach((step: { uses?: string; config?: unknown }, i) => {
       if (step.uses === undefined) return;
-      const validate = steps.get(step.uses);
+      const validate = steps.get(step.uses)?.();
       if (!validate) {
         errors.push(`${where}/${i}/uses: "${step.uses}" is not a built-in Kargo step`);
       } else if (!validate(step.config ?? {})) {
@@ -213,7 +220,7 @@ export function createValidator(data: ValidationData = readValidationData()) {
         errors.push(`/spec/subscriptions/${i}: must hold exactly one of git, image, chart or subscription`);
         return;
       }
-      const validate = subscriptions.get(kinds[0]!);
+      const validate = subscriptions.get(kinds[0]!)?.();
       if (validate && !validate(item[kinds[0]!])) {
         const prefix = `/spec/subscriptions/${i}/${kinds[0]}`;
         errors.push(...realErrors(validate.errors ?? [], item[kinds[0]!]).map((e) => describe(e, prefix)));
@@ -250,8 +257,9 @@ export function createValidator(data: ValidationData = readValidationData()) {
         errors.push("/metadata/namespace: must not be set on a cluster-scoped kind");
       }
       const defaulted = structuredClone(object);
-      if (!schema.validate(defaulted))
-        errors.push(...realErrors(schema.validate.errors ?? [], defaulted).map((e) => describe(e)));
+      const validate = schema.validate();
+      if (!validate(defaulted))
+        errors.push(...realErrors(validate.errors ?? [], defaulted).map((e) => describe(e)));
       for (const rule of schema.rules) {
         for (const [self, where] of reach(defaulted, rule.at)) {
           if (/\boldSelf\b/.test(rule.rule)) continue; // transition rules apply to updates only
