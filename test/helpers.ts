@@ -1,6 +1,7 @@
 import { expect } from "vitest";
 import { ProgramError, type PlannedResource, type ProgramPlan } from "../lib/cli/plan/harness";
 import { planChain, type ProjectName } from "../lib/cli/plan/projects";
+import { planCommand } from "../lib/cli/plan/execute";
 
 /** Plans `project` (and the projects before it, for its StackReferences) with config overrides. */
 export async function planProject(
@@ -90,3 +91,18 @@ export const unexpectedStderr = (stderr: string) =>
   stderr
     .split("\n")
     .filter((line) => line.trim() && !/^warning: \[runtime\] [\w-]+:\w+ is not set: /.test(line));
+
+/**
+ * `npm run plan -- ARGS` run in this process (lib/cli/plan/execute.ts, what the command runs), with what it
+ * prints on each stream, each print a line as console.log ends it; the plans the worker has made are reused.
+ */
+export async function planInProcess(
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const printed = { stdout: "", stderr: "" };
+  const code = await planCommand(args, {
+    log: (text) => (printed.stdout += `${text}\n`),
+    error: (text) => (printed.stderr += `${text}\n`),
+  });
+  return { code, ...printed };
+}

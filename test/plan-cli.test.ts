@@ -4,10 +4,14 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PLACEHOLDER_SECRET, projectOrder, repoRoot } from "../lib/cli/plan/projects";
-import { runPlan, sharedPlan, type SharedPlan } from "./shared-plan";
+import { sharedPlan, type SharedPlan } from "./shared-plan";
+import { planInProcess } from "./helpers";
 
-/** Runs `npm run plan -- ARGS` the way a user would (through tsx), returning its exit code and output. */
-const plan = (...args: string[]) => runPlan(args, repoRoot);
+/**
+ * `npm run plan -- ARGS` in this process, returning its exit code and output: the command as a user runs it is
+ * the suite's shared run (test/shared-plan.ts); these are about what it does with its arguments.
+ */
+const plan = (...args: string[]) => planInProcess(args);
 
 describe("npm run plan", () => {
   // `npm run plan -- --out DIR` of the example, run once for the suite (test/shared-plan.ts).

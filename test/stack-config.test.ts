@@ -1,10 +1,8 @@
 // Stack configs beyond single bad keys: secrets never repeated, stack files the CLI cannot read, valid
 // configs never refused, and cluster-setup's identities and defaults agreeing with the pipeline.
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { clusterSetupConfigSchema } from "../cluster-setup/config";
 import { pipeline as definition } from "../kargo/pipeline";
@@ -22,7 +20,7 @@ import {
   StackFileError,
   type ProjectName,
 } from "../lib/cli/plan/projects";
-import { one, planError, planProject } from "./helpers";
+import { one, planError, planInProcess, planProject } from "./helpers";
 
 describe("a secret stays secret", () => {
   it("never repeats a rejected secret value in the message", async () => {
@@ -258,17 +256,8 @@ describe("npm run plan with a broken stack file", () => {
   it("exits 1 with what is wrong with the file, and no stack trace", async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "plan-file-")), "Pulumi.bad.yaml");
     fs.writeFileSync(file, "- cluster:vpcCidr: 10.0.0.0/16\n");
-    const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
-    const result = await promisify(execFile)(tsx, [
-      path.join(repoRoot, "lib/cli/plan.ts"),
-      "--project",
-      "cluster",
-      "--config",
-      file,
-    ]).then(
-      () => ({ code: 0, stderr: "" }),
-      (err: { code: number; stderr: string }) => err,
-    );
+    // What the command does with the file, in this process (lib/cli/plan/execute.ts).
+    const result = await planInProcess(["--project", "cluster", "--config", file]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`plan failed: stack config ${file}: is a list, not a map`);
     expect(result.stderr).not.toMatch(/\n\s+at /);
