@@ -1,4 +1,5 @@
 import { programsReport } from "../lib/cli/programs";
+import { validateAction, validateWorkflow } from "@action-validator/core";
 import { execFile, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -111,17 +112,22 @@ describe("GitHub workflows", () => {
     path.join(github, "actions", "pulumi", "action.yml"),
   ];
 
-  it.each(files.map((f) => [path.relative(repoRoot, f), f]))(
-    "%s passes action-validator",
-    async (_, file) => {
-      await expect(run(validator, [file])).resolves.toBeDefined();
-    },
-  );
+  // What the action-validator command runs on a file (@action-validator/cli's cli.mjs: an action.yml is an
+  // action, anything else a workflow), in-process: its wasm loads once, not once per file.
+  const validate = (file: string) => {
+    const text = fs.readFileSync(file, "utf8");
+    return /action\.ya?ml$/.test(file) ? validateAction(text) : validateWorkflow(text);
+  };
 
-  it("are rejected by the validator when malformed", async () => {
+  it.each(files.map((f) => [path.relative(repoRoot, f), f]))("%s passes action-validator", (_, file) => {
+    expect(validate(file).errors).toEqual([]);
+  });
+
+  it("are rejected by the validator when malformed, by the command as by its library", async () => {
     const broken = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "wf-")), "broken.yml");
     fs.writeFileSync(broken, "name: x\non: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    stepz: []\n");
     await expect(run(validator, [broken])).rejects.toMatchObject({ code: 1 });
+    expect(validate(broken).errors.length).toBeGreaterThan(0);
   });
 
   it("preview every changed project and every changed promoted program on pull requests, with OIDC and PR comments", () => {
