@@ -38,18 +38,9 @@ type Values = {
 
 /** cluster-setup with `overrides`, and kargo planned over it, as `pulumi up` of both would run. */
 async function planBoth(overrides: Record<string, unknown>, secretKeys: string[]) {
-  const [cluster, setup] = await planChain({ project: "cluster-setup", overrides, secretKeys });
-  const config = readStackConfig("kargo");
-  const kargo = await planProgram({
-    projectDir: path.join(repoRoot, "kargo"),
-    project: "kargo",
-    stack: config.stack,
-    config: config.values,
-    secretKeys: config.secretKeys,
-    upstream: { cluster: cluster!.upstream, "cluster-setup": setup!.upstream },
-  });
+  const [, setup, kargo] = await planChain({ project: "kargo", overrides, secretKeys });
   const apps = (
-    kubernetesObjects(kargo) as { kind: string; metadata: { name: string; annotations: object } }[]
+    kubernetesObjects(kargo!) as { kind: string; metadata: { name: string; annotations: object } }[]
   ).filter((o) => o.kind === "Application");
   return { setup: setup!, apps };
 }

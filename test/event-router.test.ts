@@ -10,9 +10,8 @@ import { secretKeys } from "../cluster-setup/addons/notifications";
 import { pipeline as definition } from "../kargo/pipeline";
 import { parseQuantity } from "../lib/capacity";
 import { plannedCapacity } from "../lib/cli/plan/capacity";
-import { planProgram } from "../lib/cli/plan/harness";
 import { kubernetesObjects } from "../lib/cli/plan/output";
-import { planChain, readStackConfig, repoRoot } from "../lib/cli/plan/projects";
+import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import {
   activeKinds,
   eventKinds,
@@ -40,25 +39,17 @@ type K8sObject = { kind: string; metadata: { name: string; namespace?: string };
 
 /** cluster-setup with `overrides`, and kargo planned over it, as `pulumi up` of both would run. */
 async function planBoth(overrides: Record<string, unknown>) {
-  const [cluster, setup] = await planChain({
-    project: "cluster-setup",
+  const plans = await planChain({
+    project: "kargo",
     overrides,
     secretKeys: secret.filter((k) => k in overrides),
   });
-  const config = readStackConfig("kargo");
-  const kargo = await planProgram({
-    projectDir: path.join(repoRoot, "kargo"),
-    project: "kargo",
-    stack: config.stack,
-    config: config.values,
-    secretKeys: config.secretKeys,
-    upstream: { cluster: cluster!.upstream, "cluster-setup": setup!.upstream },
-  });
+  const [, setup, kargo] = plans;
   return {
-    plans: [cluster!, setup!, kargo],
+    plans,
     setup: setup!,
     setupObjects: kubernetesObjects(setup!) as K8sObject[],
-    kargoObjects: kubernetesObjects(kargo) as K8sObject[],
+    kargoObjects: kubernetesObjects(kargo!) as K8sObject[],
   };
 }
 

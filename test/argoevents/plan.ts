@@ -1,11 +1,9 @@
 // What test/argoevents (Go) runs Argo Events over: cluster-setup planned with a Slack channel and a webhook
 // (the given secrets, as `pulumi config set --secret` would hand them over), kargo planned over it, and the
 // pipeline facts the messages must name, derived from the definition. Prints one JSON document on stdout.
-import * as path from "node:path";
 import { pipeline as definition } from "../../kargo/pipeline";
-import { planProgram } from "../../lib/cli/plan/harness";
 import { kubernetesObjects } from "../../lib/cli/plan/output";
-import { planChain, readStackConfig, repoRoot } from "../../lib/cli/plan/projects";
+import { planChain } from "../../lib/cli/plan/projects";
 import { programStages, runStages } from "../../lib/pipeline/graph";
 import { notifyKeys } from "../../lib/pipeline/notify";
 import { validatePipeline } from "../../lib/pipeline/validate";
@@ -20,22 +18,12 @@ async function main() {
   const secretKeys = ["cluster-setup:notifySlackToken", "cluster-setup:notifyWebhookUrl"].filter(
     (k) => k in overrides,
   );
-  const [cluster, setup] = await planChain({ project: "cluster-setup", overrides, secretKeys });
-  const config = readStackConfig("kargo");
-  const kargo = await planProgram({
-    projectDir: path.join(repoRoot, "kargo"),
-    project: "kargo",
-    stack: config.stack,
-    config: config.values,
-    secretKeys: config.secretKeys,
-    upstream: { cluster: cluster!.upstream, "cluster-setup": setup!.upstream },
-    revealSecrets: true,
-  });
+  const [, setup, kargo] = await planChain({ project: "kargo", overrides, secretKeys, revealSecrets: true });
   const p = validatePipeline(definition);
   process.stdout.write(
     JSON.stringify({
       setup: kubernetesObjects(setup!),
-      kargo: kubernetesObjects(kargo),
+      kargo: kubernetesObjects(kargo!),
       project: p.project,
       // From the definition and the plan, not from lib/pipeline/events.ts, which is under test: the gates the
       // Warehouse feeds as declared, and the update stage each stopping preview names to its deciders.

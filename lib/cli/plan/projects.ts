@@ -143,10 +143,16 @@ export interface PlanRequest {
   project?: ProjectName;
   /** Stack config file for the last planned project instead of its `Pulumi.example.yaml`. */
   configFile?: string;
-  /** Config overrides (`ns:key` → value) for the last planned project, applied over the stack file. */
+  /**
+   * Config overrides (`ns:key` → value), applied over the stack file of the project the namespace names when
+   * the chain plans it (`cluster-setup:notifyWebhookUrl` with the chain up to kargo: cluster-setup's), else
+   * over the last planned project's.
+   */
   overrides?: Record<string, unknown>;
-  /** Keys of the last planned project to hand over as secrets, as `pulumi config set --secret` would. */
+  /** Keys to hand over as secrets, as `pulumi config set --secret` would, to the project `overrides` says. */
   secretKeys?: string[];
+  /** Show the last planned project's secret values in its plan instead of `[secret]` (tests that read them). */
+  revealSecrets?: boolean;
 }
 
 /**
@@ -157,19 +163,28 @@ const examplePlans = new Map<ProjectName, ProgramPlan>();
 
 /**
  * Plans the chain up to `project`, feeding each project's planned outputs to the StackReferences of the
- * next. Upstream projects always use their example stack config.
+ * next. Upstream projects use their example stack config, with the overrides in their own namespace.
  */
 export async function planChain(request: PlanRequest = {}): Promise<ProgramPlan[]> {
   const last = request.project ?? projectOrder[projectOrder.length - 1]!;
+  const chain = projectOrder.slice(0, projectOrder.indexOf(last) + 1);
+  /** The project of the chain a config key goes to: the one its namespace names, else the last. */
+  const ownerOf = (key: string) => chain.find((p) => key.startsWith(`${p}:`)) ?? last;
   const plans: ProgramPlan[] = [];
   const upstream: Record<string, UpstreamStack> = {};
-  for (const project of projectOrder.slice(0, projectOrder.indexOf(last) + 1)) {
+  // Once a project is planned with anything but its example config, every plan after it reads that one.
+  let upstreamIsExample = true;
+  for (const project of chain) {
     const isLast = project === last;
-    const isExample =
-      !isLast ||
-      (request.configFile === undefined &&
-        Object.keys(request.overrides ?? {}).length === 0 &&
-        (request.secretKeys ?? []).length === 0);
+    const overrides = Object.fromEntries(
+      Object.entries(request.overrides ?? {}).filter(([key]) => ownerOf(key) === project),
+    );
+    const secretKeys = (request.secretKeys ?? []).filter((key) => ownerOf(key) === project);
+    const isExample: boolean =
+      upstreamIsExample &&
+      (!isLast || (request.configFile === undefined && request.revealSecrets !== true)) &&
+      Object.keys(overrides).length === 0 &&
+      secretKeys.length === 0;
     let plan = isExample ? examplePlans.get(project) : undefined;
     if (!plan) {
       const config = readStackConfig(project, isLast ? request.configFile : undefined);
@@ -177,12 +192,14 @@ export async function planChain(request: PlanRequest = {}): Promise<ProgramPlan[
         projectDir: path.join(repoRoot, project),
         project,
         stack: config.stack,
-        config: { ...config.values, ...(isLast ? request.overrides : {}) },
-        secretKeys: [...config.secretKeys, ...(isLast ? (request.secretKeys ?? []) : [])],
+        config: { ...config.values, ...overrides },
+        secretKeys: [...config.secretKeys, ...secretKeys],
         upstream,
+        revealSecrets: isLast && request.revealSecrets === true,
       });
       if (isExample) examplePlans.set(project, plan);
     }
+    upstreamIsExample = isExample;
     upstream[project] = plan.upstream;
     // A copy: callers may change what they get without changing what later plans build on.
     plans.push(structuredClone(plan));
