@@ -24,6 +24,7 @@
 // and removes its finalizer with ordinary updates, Argo CD re-applies what a branch already holds, and either
 // changes only metadata; holding those to a plan that has moved on since would leave a Stack that was not yet
 // re-promoted impossible to finalize or re-sync. A change of `spec` is always held to the current plan.
+import { admissionLabels, denyBinding, forbidden } from "./admission-objects";
 import { CEL_MAX_EXPRESSION_CODE_POINTS, celLiteral, codePoints } from "./cel";
 import { programStages, type ProgramStage } from "./graph";
 import { stackObjectName, stageBranch } from "./names";
@@ -107,15 +108,12 @@ const SPEC_CHANGES = {
 
 const tracking = `object.metadata.?annotations[?'${ARGOCD_TRACKING_ANNOTATION}'].orValue('')`;
 
-const labels = (p: Pipeline) => ({ "app.kubernetes.io/part-of": p.project });
-
 /** One stage's policy: its Stack is applied by its Application and is its planned Stack, apart from the commit. */
 function stagePolicy(p: Pipeline, planned: PlannedStack) {
-  const check = (expression: string, message: string) => ({ expression, message, reason: "Forbidden" });
   return {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingAdmissionPolicy" as const,
-    metadata: { name: stageAdmissionName(p, planned.stage), labels: labels(p) },
+    metadata: { name: stageAdmissionName(p, planned.stage), labels: admissionLabels(p) },
     spec: {
       failurePolicy: "Fail",
       matchConstraints: { resourceRules: [stacksRule] },
@@ -125,25 +123,25 @@ function stagePolicy(p: Pipeline, planned: PlannedStack) {
         { name: "expected", expression: celLiteral(planned.spec) },
       ],
       validations: [
-        check(
+        forbidden(
           `variables.application == ${celLiteral(planned.application)}`,
           `metadata.annotations[${ARGOCD_TRACKING_ANNOTATION}]: Stack ${planned.name} is applied only by Argo CD Application ${planned.application}, from branch ${stageBranch(planned.stage)}; no other Application, person or tool may create or change it`,
         ),
         ...namedFields.map(([field, what]) =>
-          check(
+          forbidden(
             `has(object.spec.${field}) && object.spec.${field} == variables.expected.${field}`,
             `spec.${field} must be ${what} planned for stage ${planned.stage}`,
           ),
         ),
-        check(
+        forbidden(
           "has(object.spec.workspaceTemplate) && has(object.spec.workspaceTemplate.spec) && has(object.spec.workspaceTemplate.spec.image) && object.spec.workspaceTemplate.spec.image == variables.expected.workspaceTemplate.spec.image",
           `spec.workspaceTemplate.spec.image must be the workspace image planned for stage ${planned.stage}'s program`,
         ),
-        check(
+        forbidden(
           "has(object.spec.workspaceTemplate) && dyn(object.spec.workspaceTemplate) == dyn(variables.expected.workspaceTemplate)",
           `spec.workspaceTemplate must be stage ${planned.stage}'s planned one: no other volumes, host paths, service accounts, privileges or resources`,
         ),
-        check(
+        forbidden(
           `dyn(object.spec).all(k, k == '${PROMOTED_FIELD}' || k in variables.expected) && variables.expected.all(k, k in dyn(object.spec) && dyn(object.spec)[k] == variables.expected[k])`,
           `spec: a stage branch may change only spec.${PROMOTED_FIELD}; every other field must be as planned for stage ${planned.stage}`,
         ),
@@ -161,12 +159,6 @@ export function stackAdmission(p: Pipeline) {
   const ns = p.stacks.namespace;
   const namespaceSelector = { matchLabels: { "kubernetes.io/metadata.name": ns } };
   const planned = Object.values(plannedStacks(p));
-  const binding = (name: string, matchResources: Record<string, unknown>) => ({
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicyBinding" as const,
-    metadata: { name, labels: labels(p) },
-    spec: { policyName: name, validationActions: ["Deny"], matchResources },
-  });
   const policies = planned.map((s) => ({ s, policy: stagePolicy(p, s) }));
   const tooLong = policies.filter(({ policy }) =>
     policy.spec.variables.some((v) => codePoints(v.expression) > CEL_MAX_EXPRESSION_CODE_POINTS),
@@ -180,7 +172,7 @@ export function stackAdmission(p: Pipeline) {
     );
   const stages = policies.flatMap(({ s, policy }) => [
     policy,
-    binding(policy.metadata.name, {
+    denyBinding(p, policy.metadata.name, {
       namespaceSelector,
       resourceRules: [{ ...stacksRule, resourceNames: [s.name] }],
     }),
@@ -189,7 +181,7 @@ export function stackAdmission(p: Pipeline) {
   const unplanned = {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingAdmissionPolicy" as const,
-    metadata: { name, labels: labels(p) },
+    metadata: { name, labels: admissionLabels(p) },
     spec: {
       failurePolicy: "Fail",
       matchConstraints: { resourceRules: [stacksRule] },
@@ -204,7 +196,7 @@ export function stackAdmission(p: Pipeline) {
     },
   };
   // A Stack created with generateName has no name when admission matches it, so it is not excluded either.
-  const others = binding(name, {
+  const others = denyBinding(p, name, {
     namespaceSelector,
     excludeResourceRules: [{ ...stacksRule, resourceNames: planned.map((s) => s.name) }],
   });

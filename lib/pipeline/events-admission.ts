@@ -1,5 +1,6 @@
 // Who may write what the record of a stopped preview's approval rests on, as the API server enforces it: the
 // ConfigMap Argo Events' Sensor creates (lib/pipeline/events.ts), and the Kubernetes Event it is made from.
+import { admissionLabels, denyBinding, forbidden, inNamespace } from "./admission-objects";
 import { stopApprovalPrefix } from "./events";
 import type { Pipeline } from "./schema";
 
@@ -20,11 +21,10 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
   const prefix = lit(stopApprovalPrefix);
   const record = (o: string) =>
     `(${o}.metadata.?name.orValue('').startsWith(${prefix}) || ${o}.metadata.?generateName.orValue('').startsWith(${prefix}))`;
-  const check = (expression: string, message: string) => ({ expression, message, reason: "Forbidden" });
   const policy = {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingAdmissionPolicy" as const,
-    metadata: { name, labels: { "app.kubernetes.io/part-of": p.project } },
+    metadata: { name, labels: admissionLabels(p) },
     spec: {
       failurePolicy: "Fail",
       matchConstraints: {
@@ -45,31 +45,22 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
         },
       ],
       validations: [
-        check(
+        forbidden(
           "!variables.record || (request.operation == 'CREATE' && variables.sensor)",
           `metadata.name: ConfigMaps named ${stopApprovalPrefix}* in namespace ${p.project} record who approved a stopped preview; only Argo Events' Sensor (${sensorUser}) creates them, and nobody changes them`,
         ),
-        check(
+        forbidden(
           "!variables.record || object.?immutable.orValue(false) == true",
           `immutable: a record of a stopped preview's approval must be immutable`,
         ),
-        check(
+        forbidden(
           "variables.record || !variables.sensor",
           `metadata.name: ${sensorUser} may create only ConfigMaps named ${stopApprovalPrefix}* in namespace ${p.project}`,
         ),
       ],
     },
   };
-  const binding = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicyBinding" as const,
-    metadata: { name, labels: { "app.kubernetes.io/part-of": p.project } },
-    spec: {
-      policyName: name,
-      validationActions: ["Deny"],
-      matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": p.project } } },
-    },
-  };
+  const binding = denyBinding(p, name, inNamespace(p.project));
   return { policy, binding };
 }
 
@@ -91,7 +82,7 @@ export const approvalRecorders = (kargoNamespace: string) =>
 export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
   const name = `${p.project}-freight-approved-events`;
   const recorders = approvalRecorders(kargoNamespace);
-  const labels = { "app.kubernetes.io/part-of": p.project };
+  const labels = admissionLabels(p);
   const policy = {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingAdmissionPolicy" as const,
@@ -120,15 +111,6 @@ export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
       ],
     },
   };
-  const binding = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicyBinding" as const,
-    metadata: { name, labels },
-    spec: {
-      policyName: name,
-      validationActions: ["Deny"],
-      matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": p.project } } },
-    },
-  };
+  const binding = denyBinding(p, name, inNamespace(p.project));
   return { policy, binding };
 }

@@ -3,6 +3,7 @@
 // read Jobs and AnalysisRuns and patch AnalysisRuns in the project namespace (RBAC cannot name one object of
 // many it does not know yet); the admission policy then holds each of its requests to the message of the
 // measurement of the Job whose pod holds the token, in the run that created that Job.
+import { admissionLabels, denyBinding, forbidden, inNamespace } from "./admission-objects";
 import type { Pipeline } from "./schema";
 
 /** Who the verification Job runs as, in the Kargo project namespace. */
@@ -59,9 +60,8 @@ export const verificationMessagePolicyName = (p: Pick<Pipeline, "project">) =>
 /** The ServiceAccount, its Role and binding in the project namespace, and the admission policy and binding. */
 export function verificationAccess(p: Pick<Pipeline, "project">) {
   const ns = p.project;
-  const labels = { "app.kubernetes.io/part-of": p.project };
+  const labels = admissionLabels(p);
   const account = `system:serviceaccount:${ns}:${verificationServiceAccount}`;
-  const check = (expression: string, message: string) => ({ expression, message, reason: "Forbidden" });
   const name = verificationMessagePolicyName(p);
   const own = `variables.pod.startsWith(m.?metadata[?'job-name'].orValue('/') + '-')`;
   const unchanged = `oldObject.?status.?metricResults.orValue([]).exists(o, o.?name == r.?name && o.?measurements.orValue([]).exists(om, om.?metadata == m.?metadata && om.?message == m.?message))`;
@@ -115,35 +115,26 @@ export function verificationAccess(p: Pick<Pipeline, "project">) {
           },
         ],
         validations: [
-          check(
+          forbidden(
             `request.operation == 'UPDATE' && variables.pod != '' && variables.pod.startsWith(string(oldObject.metadata.uid) + '.')`,
             `${account} may only change the AnalysisRun whose Job runs it, with the token of that Job's pod`,
           ),
-          check(
+          forbidden(
             `object.spec == oldObject.spec && ${metadataFields.map((f) => `object.metadata.?${f} == oldObject.metadata.?${f}`).join(" && ")}`,
             `${account} may not change an AnalysisRun's spec, labels, annotations, finalizers or owners`,
           ),
-          check(
+          forbidden(
             `${statusShape("object")} == ${statusShape("oldObject")}`,
             `${account} may change only a measurement's message in an AnalysisRun's status`,
           ),
-          check(
+          forbidden(
             `object.?status.?metricResults.orValue([]).all(r, r.?measurements.orValue([]).all(m, ${own} || ${unchanged}))`,
             `${account} may change only the message of its own Job's measurement`,
           ),
         ],
       },
     },
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicyBinding" as const,
-      metadata: { name, labels },
-      spec: {
-        policyName: name,
-        validationActions: ["Deny"],
-        matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns } } },
-      },
-    },
+    denyBinding(p, name, inNamespace(ns)),
   ];
 }
 
