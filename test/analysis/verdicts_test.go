@@ -121,7 +121,8 @@ func TestPreviewStopsOnEachClass(t *testing.T) {
 				// The Job wrote its reason into its measurement (kargo/verification/run-message.mjs), and Argo
 				// Rollouts carried it into the run's message (argo-rollouts v1.9.0 analysis/analysis.go,
 				// assessRunStatus), which Kargo shows as the stage's verification message (akuity/kargo v1.11.2
-				// pkg/controller/stages/regular_stages.go, Message: ar.Status.Message) and the run's summary.
+				// pkg/controller/stages/regular_stages.go, Message: ar.Status.Message) and, in its AnalysisRun view, the
+				// run's summary (ui/src/features/common/analysis-modal/analysis-modal.tsx).
 				reason := reasonOf(jobs[0].Stderr)
 				if want := `Metric "` + run.Spec.Metrics[0].Name + `" assessed Failed due to failed (1) > failureLimit (0): "Error Message: ` + reason + `"`; got.Status.Message != want {
 					t.Errorf("the run's message, which the Kargo UI shows on the stage, is %q, not %q", got.Status.Message, want)

@@ -84,6 +84,8 @@ func newMeasuredRun(t *testing.T, in *installation, tpl v1alpha1.AnalysisTemplat
 	if _, err := in.server.Clientset.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Named as the Job controller names a Job's pods: the Job's name, "-", a generated suffix
+	// (kubernetes v1.34.3 pkg/controller/controller_utils.go, getPodsPrefix).
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x7k2p", Namespace: ns},
 		Spec:       *metric.Provider.Job.Spec.Template.Spec.DeepCopy(),
