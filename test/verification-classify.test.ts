@@ -13,18 +13,7 @@ import {
   type Step,
 } from "../kargo/verification/classify.mjs";
 
-const OPEN = "0.0.0.0/0";
-const create = (type: string, newInputs?: Record<string, unknown>): Step => ({
-  op: "create",
-  type,
-  newInputs,
-});
-const update = (
-  type: string,
-  oldInputs: Record<string, unknown> | undefined,
-  newInputs: Record<string, unknown> | undefined,
-  diffs?: string[],
-): Step => ({ op: "update", type, oldInputs, newInputs, ...(diffs ? { diffs } : {}) });
+import { OPEN, create, update } from "./verification-steps-support";
 
 describe("the classes", () => {
   it("are loss, privilege, exposure and cost, in that order, and every rule names one and says why", () => {

@@ -3,18 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { UNKNOWN, classifyStep, type Step } from "../kargo/verification/classify.mjs";
 
-const OPEN = "0.0.0.0/0";
-const create = (type: string, newInputs?: Record<string, unknown>): Step => ({
-  op: "create",
-  type,
-  newInputs,
-});
-const update = (
-  type: string,
-  oldInputs: Record<string, unknown> | undefined,
-  newInputs: Record<string, unknown> | undefined,
-  diffs?: string[],
-): Step => ({ op: "update", type, oldInputs, newInputs, ...(diffs ? { diffs } : {}) });
+import { OPEN, create, update } from "./verification-steps-support";
 
 describe("exposure", () => {
   const sg = "aws:ec2/securityGroup:SecurityGroup";
