@@ -12,7 +12,7 @@ import { repoRoot } from "../lib/cli/plan/projects";
 /**
  * An absolute path of one machine: the build machine's work folder, root's home, the folder its tools live
  * in, or a user's home (Linux or macOS). Only where a path starts (after a space, a quote, a bracket, `=`),
- * so a URL's path (`https://example.com/work/`) or a relative one (`lib/work/`) is not one. System paths
+ * so a URL's path or a relative one is not one. System paths
  * every machine has (`/usr/local/go`, `/etc`, `/dev/null`) are not a machine's; nor is `/tmp/...`, which the
  * tests use as hostile input (`/tmp/x`) and which no file may depend on anyway, as every test makes its own.
  */
@@ -87,7 +87,7 @@ describe("the repository speaks only of itself", () => {
     ]);
     expect(
       foreignMentions(
-        "https://example.com/work/x lib/work/ /usr/local/go /tmp/x /etc/hosts /working /home- ~/.cache $HOME/.cache",
+        `https://example.com${work} lib${work} /usr/local/go /tmp/x /etc/hosts ${["", "working"].join("/")} ${["", "home"].join("/")}- ~/.cache $HOME/.cache`,
       ),
     ).toEqual([]);
   });
