@@ -11,11 +11,11 @@ import { fork } from "../lib/fork";
 import { identityFields, renderFork } from "../lib/forkIdentity";
 import { repoRoot } from "../lib/cli/plan/projects";
 import { runPersonalize as run } from "./personalize-support";
-import { execFileSync } from "node:child_process";
+import { repositoryTextFiles } from "./repository-files";
 import { pipeline as definition } from "../kargo/pipeline";
 import { normalDir } from "../lib/pipeline/names";
 
-/** The files personalize rewrites itself (lib/fork.ts, every stack config a user copies), copied to a folder of their own. */
+/** The files personalize rewrites itself (lib/fork.ts, every stack config a user copies), copied apart. */
 const identityFiles = ["lib/fork.ts", ...copiedConfigs(repoRoot)];
 function scratch(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "personalize-"));
@@ -115,15 +115,9 @@ describe("npm run personalize", () => {
   ];
   it("leaves the previous identity in no other file of the repository", () => {
     const copied = new Set(identityFiles);
-    const tracked = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
-      cwd: repoRoot,
-      encoding: "utf8",
-    }).split("\0");
-    const holding = tracked.filter((f) => {
-      if (!f || copied.has(f) || !fs.existsSync(path.join(repoRoot, f))) return false;
-      const raw = fs.readFileSync(path.join(repoRoot, f));
-      return !raw.includes(0) && traces(raw.toString("utf8"), fork).length > 0;
-    });
+    const holding = repositoryTextFiles()
+      .filter(({ file, text }) => !copied.has(file) && traces(text, fork).length > 0)
+      .map(({ file }) => file);
     expect(holding.filter((f) => !leftOnPurpose.some(([where]) => where.test(f)))).toEqual([]);
   });
 

@@ -3,11 +3,8 @@
 // track: untracked files not ignored are read too, so the check holds before a commit) is read, this one
 // included.
 import { createHash } from "node:crypto";
-import { execFileSync } from "node:child_process";
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { repoRoot } from "../lib/cli/plan/projects";
+import { repositoryTextFiles } from "./repository-files";
 
 /**
  * An absolute path of one machine: the build machine's work folder, root's home, the folder its tools live
@@ -53,22 +50,11 @@ function foreignMentions(text: string, names = foreignTools): string[] {
   });
 }
 
-const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
-  cwd: repoRoot,
-  encoding: "utf8",
-  maxBuffer: 64 * 1024 * 1024,
-})
-  .split("\0")
-  .filter((f) => f && fs.existsSync(path.join(repoRoot, f)) && fs.statSync(path.join(repoRoot, f)).isFile());
-
 describe("the repository speaks only of itself", () => {
   it("names no absolute path of a build machine and no tool that is not the project's, in any file", () => {
-    expect(files).toContain("test/speaks-of-itself.test.ts");
-    const found = files.flatMap((file) => {
-      const raw = fs.readFileSync(path.join(repoRoot, file));
-      if (raw.includes(0)) return []; // binary
-      return foreignMentions(raw.toString("utf8")).map((m) => `${file} ${m}`);
-    });
+    const files = repositoryTextFiles();
+    expect(files.map((f) => f.file)).toContain("test/speaks-of-itself.test.ts");
+    const found = files.flatMap(({ file, text }) => foreignMentions(text).map((m) => `${file} ${m}`));
     expect(found).toEqual([]);
   });
 

@@ -1,9 +1,9 @@
 // `npm run personalize -- --github-repo <https URL of your fork> --pulumi-org <organization>`: makes a fork its
 // own. Checks the values with the rules the programs apply (lib/forkIdentity.ts), rewrites lib/fork.ts and the
 // previous identity in every stack config a user copies (comments included), then regenerates stacks/ and the
-// docs (`npm run stacks`, `npm run docs`) and prints every file that changed. With no option in a terminal it asks for each value.
-// `--account <environment>=<account ID>[:<region>]` also points environments at AWS accounts of their own
-// (lib/cli/personalize-account.ts).
+// docs (`npm run stacks`, `npm run docs`) and prints every file that changed. With no option in a terminal it
+// asks for each value. `--account <environment>=<account ID>[:<region>]` also points environments at AWS
+// accounts of their own (lib/cli/personalize-account.ts).
 import { withoutSourceMaps } from "./plan/fast-start";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
