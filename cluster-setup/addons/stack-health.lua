@@ -46,7 +46,7 @@ local function condition(kind)
 end
 
 local function describe(c, fallback)
-  local result = text(c.reason) or fallback
+  local result = tostring(text(c.reason) or fallback)
   local message = text(c.message)
   if message ~= nil and message ~= "" then
     result = result .. ": " .. message
@@ -55,7 +55,8 @@ local function describe(c, fallback)
 end
 
 local generation = field(obj, "metadata", "generation")
-local pod = shown(field(obj, "metadata", "namespace")) .. "/" .. shown(field(obj, "metadata", "name")) .. "-workspace-0"
+local pod = shown(field(obj, "metadata", "namespace")) .. "/" .. shown(field(obj, "metadata", "name")) ..
+  "-workspace-0"
 local observed = field(obj, "status", "observedGeneration")
 if observed == nil or observed ~= generation then
   return { status = "Progressing", message = "Waiting for the operator to observe generation " .. shown(generation) }
