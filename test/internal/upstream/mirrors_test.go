@@ -42,7 +42,7 @@ type Mirror struct {
 }
 
 // source is where a repository's files are read at our pin: its Go module (the version test/go.mod requires
-// unless pin names lib/crds/sources.ts's entry), else a fetched snapshot only.
+// unless pin names lib/crds/sources.ts's entry), else the snapshot `npm run upstream` fetches (snapshot.go).
 type source struct{ module, pin string }
 
 var sources = map[string]source{
@@ -127,10 +127,13 @@ func read(m *Manifest, repo, path string) ([]byte, string, error) {
 		return nil, "", err
 	}
 	if src := sources[repo]; src.module != "" {
-		if dir := moduleDir(src.module, v); dir != "" {
+		dir := moduleDir(src.module, v)
+		if dir != "" {
 			if raw, err := os.ReadFile(filepath.Join(dir, path)); err == nil {
 				return raw, v, nil
 			} // a nested module's file (Kargo's api/) is not in the root module: the snapshot has it
+		} else if _, ok := m.Snapshots[repo]; !ok {
+			return nil, v, &Absent{fmt.Sprintf("the Go module proxy did not serve %s@%s, which holds %s", src.module, v, path)}
 		}
 	}
 	if _, ok := m.Snapshots[repo]; !ok {
