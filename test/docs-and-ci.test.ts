@@ -303,6 +303,10 @@ describe("GitHub workflows", () => {
     const setupGo = steps.findIndex((s) => s.uses?.startsWith("actions/setup-go@"));
     expect(steps[setupGo]?.with).toMatchObject({ "go-version-file": "test/go.mod" });
     expect(setupGo).toBeLessThan(steps.findIndex((s) => s.run === "npm test"));
+    // The tripwire's upstream snapshots are there before the harness runs, so it compares rather than skips.
+    const upstream = steps.findIndex((s) => s.run === "npm run upstream");
+    expect(upstream).toBeGreaterThanOrEqual(0);
+    expect(upstream).toBeLessThan(steps.findIndex((s) => s.run === "npm test"));
   });
 
   it("fail the Go harness, naming the Go to install, where there is no Go", () => {

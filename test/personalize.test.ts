@@ -6,14 +6,17 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { askIdentity, applyIdentity } from "../lib/cli/personalize";
+import { askIdentity, applyIdentity, copiedConfigs, rewriteIdentity } from "../lib/cli/personalize";
 import { fork } from "../lib/fork";
 import { identityFields, renderFork } from "../lib/forkIdentity";
 import { repoRoot } from "../lib/cli/plan/projects";
 import { runPersonalize as run } from "./personalize-support";
+import { repositoryTextFiles } from "./repository-files";
+import { pipeline as definition } from "../kargo/pipeline";
+import { normalDir } from "../lib/pipeline/names";
 
-/** The files personalize rewrites itself, copied to a folder of their own. */
-const identityFiles = ["lib/fork.ts", "cluster-setup/Pulumi.example.yaml", "kargo/Pulumi.example.yaml"];
+/** The files personalize rewrites itself (lib/fork.ts, every stack config a user copies), copied apart. */
+const identityFiles = ["lib/fork.ts", ...copiedConfigs(repoRoot)];
 function scratch(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "personalize-"));
   for (const f of identityFiles) {
@@ -23,6 +26,25 @@ function scratch(): string {
   return dir;
 }
 const contents = (dir: string) => identityFiles.map((f) => fs.readFileSync(path.join(dir, f), "utf8"));
+
+/**
+ * Each trace of `identity` in `text`, comments included: its repository (URL or owner/name) and each stack
+ * reference `<organization>/<project>/<stack>` of its organization. Found the way a reader would, not with
+ * personalize's own pattern.
+ */
+function traces(text: string, identity: typeof fork): string[] {
+  const slug = new URL(identity.githubRepo).pathname.replace(/^\/|\.git$/g, "");
+  return text
+    .split("\n")
+    .flatMap((line) =>
+      line
+        .split(/[\s"'`()[\],;=]+/)
+        .filter(
+          (word) =>
+            word.includes(slug) || (word.split("/")[0] === identity.pulumiOrg && word.split("/").length >= 3),
+        ),
+    );
+}
 
 /** Another fork's identity: whatever this one's is, these values differ from it. */
 const other = fork.pulumiOrg === "acme" || fork.githubRepo.includes("/acme/") ? "umbrella" : "acme";
@@ -36,17 +58,67 @@ describe("npm run personalize", () => {
   it("writes the identity and the example configs' organization, and changes nothing the second time", () => {
     const dir = scratch();
     const before = contents(dir);
-    expect(applyIdentity(dir, acme).sort()).toEqual([...identityFiles].sort());
-    expect(applyIdentity(dir, acme)).toEqual([]);
-    const [forkTs, setup, kargo] = contents(dir);
-    expect(forkTs).toBe(renderFork(acme));
-    expect(setup).toMatch(new RegExp(`^ {2}cluster-setup:clusterStack: ${other}/cluster/\\S+$`, "m"));
-    expect(kargo).toMatch(new RegExp(`^ {2}kargo:clusterSetupStack: ${other}/cluster-setup/\\S+$`, "m"));
-    // Only those lines: comments and layout stay.
-    for (const [i, text] of [setup, kargo].entries()) {
-      const old = before[i + 1]!.split("\n");
-      expect(text!.split("\n").filter((l, n) => l !== old[n])).toHaveLength(1);
+    const holding = identityFiles.filter(
+      (f, i) => f === "lib/fork.ts" || traces(before[i]!, fork).length > 0,
+    );
+    expect(applyIdentity(dir, acme).sort()).toEqual(holding.sort());
+    expect(applyIdentity(dir, acme, acme)).toEqual([]);
+    const after = contents(dir);
+    expect(after[0]).toBe(renderFork(acme));
+    const config = (file: string) => after[identityFiles.indexOf(file)]!;
+    expect(config("cluster-setup/Pulumi.example.yaml")).toMatch(
+      new RegExp(`^ {2}cluster-setup:clusterStack: ${other}/cluster/\\S+$`, "m"),
+    );
+    expect(config("kargo/Pulumi.example.yaml")).toMatch(
+      new RegExp(`^ {2}kargo:clusterSetupStack: ${other}/cluster-setup/\\S+$`, "m"),
+    );
+    for (const [i, file] of identityFiles.entries()) {
+      if (file === "lib/fork.ts") continue;
+      // Nothing of the old identity is left, comments included; only the lines that held it changed, so the
+      // file keeps its comments and layout.
+      expect(traces(after[i]!, fork), file).toEqual([]);
+      const old = before[i]!.split("\n");
+      const lines = after[i]!.split("\n");
+      expect(lines).toHaveLength(old.length);
+      expect(
+        lines.flatMap((l, n) => (l === old[n] ? [] : [n])),
+        file,
+      ).toEqual(old.flatMap((l, n) => (traces(l, fork).length > 0 ? [n] : [])));
     }
+  });
+
+  it("rewrites the identity in one pass: a new value that holds the old one is not rewritten again", () => {
+    const from = { githubRepo: "https://github.com/a/p.git", pulumiOrg: "a" };
+    const to = { githubRepo: "https://github.com/a/p.git-x/p.git", pulumiOrg: "a/a" };
+    expect(
+      rewriteIdentity(
+        "a/b/c https://github.com/a/p.git https://github.com/a/p/tree/x <a>/b/c a-b/c/d ab/c/d",
+        from,
+        to,
+      ),
+    ).toBe(
+      "a/a/b/c https://github.com/a/p.git-x/p.git https://github.com/a/p.git-x/p/tree/x <a>/b/c a-b/c/d ab/c/d",
+    );
+  });
+
+  // After personalize, the previous identity is left only where the table says why.
+  const leftOnPurpose: [RegExp, string][] = [
+    [/^lib\/fork\.ts$/, "rewritten whole by renderFork (tested above)"],
+    [
+      new RegExp(`^${normalDir(definition.stacks.dir ?? "stacks")}/`),
+      "regenerated from lib/fork.ts by `npm run stacks`, which personalize runs next (test/kargo.test.ts holds them to it)",
+    ],
+    [
+      /^test\//,
+      "the tests' fixtures: the Pulumi Cloud and Kargo answers they stand in for name some organization",
+    ],
+  ];
+  it("leaves the previous identity in no other file of the repository", () => {
+    const copied = new Set(identityFiles);
+    const holding = repositoryTextFiles()
+      .filter(({ file, text }) => !copied.has(file) && traces(text, fork).length > 0)
+      .map(({ file }) => file);
+    expect(holding.filter((f) => !leftOnPurpose.some(([where]) => where.test(f)))).toEqual([]);
   });
 
   const refused: [string, string[], RegExp][] = [

@@ -7,12 +7,38 @@
 --   Progressing  anything else, including a failed run PKO will retry, and a workspace pod that never
 --                starts (its git fetch or image pull failing): PKO reports no more than "waiting for
 --                workspace readiness" then, so the message says since when and which pod to look at.
+-- Argo CD shows a script's Lua error in place of a health, and a Stack the CRD admits may lack spec, status
+-- or any condition: every read goes through field() and text(), which never index or join what is not there
+-- or not of the type PKO writes (test/health/generated_test.go hands the script such objects).
+local function field(value, ...)
+  for _, key in ipairs({ ... }) do
+    if type(value) ~= "table" then
+      return nil
+    end
+    value = value[key]
+  end
+  return value
+end
+
+-- A value as it reads in a message: a string or a number as it is, anything else as nil.
+local function text(value)
+  if type(value) == "string" or type(value) == "number" then
+    return value
+  end
+  return nil
+end
+
+local function shown(value)
+  return tostring(text(value))
+end
+
 local function condition(kind)
-  if obj.status == nil or obj.status.conditions == nil then
+  local conditions = field(obj, "status", "conditions")
+  if type(conditions) ~= "table" then
     return nil
   end
-  for _, c in ipairs(obj.status.conditions) do
-    if c.type == kind then
+  for _, c in ipairs(conditions) do
+    if type(c) == "table" and c.type == kind then
       return c
     end
   end
@@ -20,54 +46,64 @@ local function condition(kind)
 end
 
 local function describe(c, fallback)
-  local text = c.reason or fallback
-  if c.message ~= nil and c.message ~= "" then
-    text = text .. ": " .. c.message
+  local result = tostring(text(c.reason) or fallback)
+  local message = text(c.message)
+  if message ~= nil and message ~= "" then
+    result = result .. ": " .. message
   end
-  return text
+  return result
 end
 
-local generation = obj.metadata.generation
-local pod = tostring(obj.metadata.namespace) .. "/" .. tostring(obj.metadata.name) .. "-workspace-0"
-if obj.status == nil or obj.status.observedGeneration == nil or obj.status.observedGeneration ~= generation then
-  return { status = "Progressing", message = "Waiting for the operator to observe generation " .. tostring(generation) }
+local generation = field(obj, "metadata", "generation")
+local pod = shown(field(obj, "metadata", "namespace")) .. "/" .. shown(field(obj, "metadata", "name")) ..
+  "-workspace-0"
+local observed = field(obj, "status", "observedGeneration")
+if observed == nil or observed ~= generation then
+  return { status = "Progressing", message = "Waiting for the operator to observe generation " .. shown(generation) }
 end
 
-local last = obj.status.lastUpdate
+local last = field(obj, "status", "lastUpdate")
+if type(last) ~= "table" then
+  last = nil
+end
 local failedNow = last ~= nil and last.state == "failed" and last.generation == generation
 local function lastError()
-  if last.message ~= nil and last.message ~= "" then
-    return "; last error: " .. last.message
+  local message = text(last.message)
+  if message ~= nil and message ~= "" then
+    return "; last error: " .. message
   end
   return ""
 end
 
 local stalled = condition("Stalled")
 if stalled ~= nil and stalled.status == "True" then
-  local text = describe(stalled, "Stalled")
+  local result = describe(stalled, "Stalled")
   if failedNow then
-    text = text .. lastError()
+    result = result .. lastError()
   end
   -- The program's commit (the Freight's, which the promotion wrote into spec.commit): Argo CD's Degraded
   -- notification names it, its own revision being the stage branch's commit.
-  return { status = "Degraded", message = text .. " (program commit " .. tostring(obj.spec.commit) ..
+  return { status = "Degraded", message = result .. " (program commit " .. shown(field(obj, "spec", "commit")) ..
     ", workspace pod " .. pod .. ")" }
 end
 
 local reconciling = condition("Reconciling")
 if reconciling ~= nil and reconciling.status == "True" then
-  local text = describe(reconciling, "Reconciling")
+  local result = describe(reconciling, "Reconciling")
   if failedNow then
     -- PKO counts failures from 0 at a generation's first failure and stops at 3: 4 runs in all.
-    local failures = (last.failures or 0) + 1
-    text = tostring(last.type) .. " failed " .. tostring(failures) .. " of at most 4 times for generation " ..
-      tostring(generation) .. ", PKO retries with backoff" .. lastError()
+    local failures = 1
+    if type(last.failures) == "number" then
+      failures = last.failures + 1
+    end
+    result = shown(last.type) .. " failed " .. tostring(failures) .. " of at most 4 times for generation " ..
+      shown(generation) .. ", PKO retries with backoff" .. lastError()
   end
   local since = ""
-  if reconciling.lastTransitionTime ~= nil then
+  if text(reconciling.lastTransitionTime) ~= nil then
     since = " since " .. reconciling.lastTransitionTime
   end
-  return { status = "Progressing", message = text .. since .. " (workspace pod " .. pod .. ")" }
+  return { status = "Progressing", message = result .. since .. " (workspace pod " .. pod .. ")" }
 end
 
 local ready = condition("Ready")
@@ -75,4 +111,4 @@ if ready ~= nil and ready.status == "True" and last ~= nil and last.state == "su
   return { status = "Healthy", message = describe(ready, "Ready") }
 end
 
-return { status = "Progressing", message = "Waiting for the operator to finish generation " .. tostring(generation) }
+return { status = "Progressing", message = "Waiting for the operator to finish generation " .. shown(generation) }

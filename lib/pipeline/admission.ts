@@ -24,7 +24,7 @@
 // and removes its finalizer with ordinary updates, Argo CD re-applies what a branch already holds, and either
 // changes only metadata; holding those to a plan that has moved on since would leave a Stack that was not yet
 // re-promoted impossible to finalize or re-sync. A change of `spec` is always held to the current plan.
-import { admissionLabels, denyBinding, forbidden } from "./admission-objects";
+import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
 import { CEL_MAX_EXPRESSION_CODE_POINTS, celLiteral, codePoints } from "./cel";
 import { programStages, type ProgramStage } from "./graph";
 import { stackObjectName, stageBranch } from "./names";
@@ -110,44 +110,37 @@ const tracking = `object.metadata.?annotations[?'${ARGOCD_TRACKING_ANNOTATION}']
 
 /** One stage's policy: its Stack is applied by its Application and is its planned Stack, apart from the commit. */
 function stagePolicy(p: Pipeline, planned: PlannedStack) {
-  return {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy" as const,
-    metadata: { name: stageAdmissionName(p, planned.stage), labels: admissionLabels(p) },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: { resourceRules: [stacksRule] },
-      matchConditions: [SPEC_CHANGES],
-      variables: [
-        { name: "application", expression: `${tracking}.split(':')[0]` },
-        { name: "expected", expression: celLiteral(planned.spec) },
-      ],
-      validations: [
+  return denyPolicy(p, stageAdmissionName(p, planned.stage), [stacksRule], {
+    matchConditions: [SPEC_CHANGES],
+    variables: [
+      { name: "application", expression: `${tracking}.split(':')[0]` },
+      { name: "expected", expression: celLiteral(planned.spec) },
+    ],
+    validations: [
+      forbidden(
+        `variables.application == ${celLiteral(planned.application)}`,
+        `metadata.annotations[${ARGOCD_TRACKING_ANNOTATION}]: Stack ${planned.name} is applied only by Argo CD Application ${planned.application}, from branch ${stageBranch(planned.stage)}; no other Application, person or tool may create or change it`,
+      ),
+      ...namedFields.map(([field, what]) =>
         forbidden(
-          `variables.application == ${celLiteral(planned.application)}`,
-          `metadata.annotations[${ARGOCD_TRACKING_ANNOTATION}]: Stack ${planned.name} is applied only by Argo CD Application ${planned.application}, from branch ${stageBranch(planned.stage)}; no other Application, person or tool may create or change it`,
+          `has(object.spec.${field}) && object.spec.${field} == variables.expected.${field}`,
+          `spec.${field} must be ${what} planned for stage ${planned.stage}`,
         ),
-        ...namedFields.map(([field, what]) =>
-          forbidden(
-            `has(object.spec.${field}) && object.spec.${field} == variables.expected.${field}`,
-            `spec.${field} must be ${what} planned for stage ${planned.stage}`,
-          ),
-        ),
-        forbidden(
-          "has(object.spec.workspaceTemplate) && has(object.spec.workspaceTemplate.spec) && has(object.spec.workspaceTemplate.spec.image) && object.spec.workspaceTemplate.spec.image == variables.expected.workspaceTemplate.spec.image",
-          `spec.workspaceTemplate.spec.image must be the workspace image planned for stage ${planned.stage}'s program`,
-        ),
-        forbidden(
-          "has(object.spec.workspaceTemplate) && dyn(object.spec.workspaceTemplate) == dyn(variables.expected.workspaceTemplate)",
-          `spec.workspaceTemplate must be stage ${planned.stage}'s planned one: no other volumes, host paths, service accounts, privileges or resources`,
-        ),
-        forbidden(
-          `dyn(object.spec).all(k, k == '${PROMOTED_FIELD}' || k in variables.expected) && variables.expected.all(k, k in dyn(object.spec) && dyn(object.spec)[k] == variables.expected[k])`,
-          `spec: a stage branch may change only spec.${PROMOTED_FIELD}; every other field must be as planned for stage ${planned.stage}`,
-        ),
-      ],
-    },
-  };
+      ),
+      forbidden(
+        "has(object.spec.workspaceTemplate) && has(object.spec.workspaceTemplate.spec) && has(object.spec.workspaceTemplate.spec.image) && object.spec.workspaceTemplate.spec.image == variables.expected.workspaceTemplate.spec.image",
+        `spec.workspaceTemplate.spec.image must be the workspace image planned for stage ${planned.stage}'s program`,
+      ),
+      forbidden(
+        "has(object.spec.workspaceTemplate) && dyn(object.spec.workspaceTemplate) == dyn(variables.expected.workspaceTemplate)",
+        `spec.workspaceTemplate must be stage ${planned.stage}'s planned one: no other volumes, host paths, service accounts, privileges or resources`,
+      ),
+      forbidden(
+        `dyn(object.spec).all(k, k == '${PROMOTED_FIELD}' || k in variables.expected) && variables.expected.all(k, k in dyn(object.spec) && dyn(object.spec)[k] == variables.expected[k])`,
+        `spec: a stage branch may change only spec.${PROMOTED_FIELD}; every other field must be as planned for stage ${planned.stage}`,
+      ),
+    ],
+  });
 }
 
 /**
@@ -157,7 +150,6 @@ function stagePolicy(p: Pipeline, planned: PlannedStack) {
  */
 export function stackAdmission(p: Pipeline) {
   const ns = p.stacks.namespace;
-  const namespaceSelector = { matchLabels: { "kubernetes.io/metadata.name": ns } };
   const planned = Object.values(plannedStacks(p));
   const policies = planned.map((s) => ({ s, policy: stagePolicy(p, s) }));
   const tooLong = policies.filter(({ policy }) =>
@@ -173,31 +165,23 @@ export function stackAdmission(p: Pipeline) {
   const stages = policies.flatMap(({ s, policy }) => [
     policy,
     denyBinding(p, policy.metadata.name, {
-      namespaceSelector,
+      ...inNamespace(ns),
       resourceRules: [{ ...stacksRule, resourceNames: [s.name] }],
     }),
   ]);
   const name = stackAdmissionName(p);
-  const unplanned = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy" as const,
-    metadata: { name, labels: admissionLabels(p) },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: { resourceRules: [stacksRule] },
-      matchConditions: [SPEC_CHANGES],
-      validations: [
-        {
-          expression: "false",
-          message: `metadata.name: a Stack in namespace ${ns} must be the planned Stack of one of the pipeline's program stages, applied by that stage's Argo CD Application; no stage plans this name`,
-          reason: "Forbidden",
-        },
-      ],
-    },
-  };
+  const unplanned = denyPolicy(p, name, [stacksRule], {
+    matchConditions: [SPEC_CHANGES],
+    validations: [
+      forbidden(
+        "false",
+        `metadata.name: a Stack in namespace ${ns} must be the planned Stack of one of the pipeline's program stages, applied by that stage's Argo CD Application; no stage plans this name`,
+      ),
+    ],
+  });
   // A Stack created with generateName has no name when admission matches it, so it is not excluded either.
   const others = denyBinding(p, name, {
-    namespaceSelector,
+    ...inNamespace(ns),
     excludeResourceRules: [{ ...stacksRule, resourceNames: planned.map((s) => s.name) }],
   });
   return [...stages, unplanned, others];

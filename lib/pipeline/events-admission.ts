@@ -1,6 +1,6 @@
 // Who may write what the record of a stopped preview's approval rests on, as the API server enforces it: the
 // ConfigMap Argo Events' Sensor creates (lib/pipeline/events.ts), and the Kubernetes Event it is made from.
-import { admissionLabels, denyBinding, forbidden, inNamespace } from "./admission-objects";
+import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
 import { stopApprovalPrefix } from "./events";
 import type { Pipeline } from "./schema";
 
@@ -21,22 +21,11 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
   const prefix = lit(stopApprovalPrefix);
   const record = (o: string) =>
     `(${o}.metadata.?name.orValue('').startsWith(${prefix}) || ${o}.metadata.?generateName.orValue('').startsWith(${prefix}))`;
-  const policy = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy" as const,
-    metadata: { name, labels: admissionLabels(p) },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: {
-        resourceRules: [
-          {
-            apiGroups: [""],
-            apiVersions: ["v1"],
-            operations: ["CREATE", "UPDATE"],
-            resources: ["configmaps"],
-          },
-        ],
-      },
+  const policy = denyPolicy(
+    p,
+    name,
+    [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["configmaps"] }],
+    {
       variables: [
         { name: "sensor", expression: `request.userInfo.username == ${lit(sensorUser)}` },
         {
@@ -59,7 +48,7 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
         ),
       ],
     },
-  };
+  );
   const binding = denyBinding(p, name, inNamespace(p.project));
   return { policy, binding };
 }
@@ -82,35 +71,29 @@ export const approvalRecorders = (kargoNamespace: string) =>
 export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
   const name = `${p.project}-freight-approved-events`;
   const recorders = approvalRecorders(kargoNamespace);
-  const labels = admissionLabels(p);
-  const policy = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy" as const,
-    metadata: { name, labels },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: {
-        resourceRules: [
-          {
-            apiGroups: ["", "events.k8s.io"],
-            apiVersions: ["v1"],
-            operations: ["CREATE", "UPDATE"],
-            resources: ["events"],
-          },
-        ],
+  const policy = denyPolicy(
+    p,
+    name,
+    [
+      {
+        apiGroups: ["", "events.k8s.io"],
+        apiVersions: ["v1"],
+        operations: ["CREATE", "UPDATE"],
+        resources: ["events"],
       },
+    ],
+    {
       matchConditions: [
         { name: "freight-approved", expression: "object.?reason.orValue('') == 'FreightApproved'" },
       ],
       validations: [
-        {
-          expression: `request.userInfo.username in [${recorders.map(lit).join(", ")}]`,
-          message: `reason: a FreightApproved Event in namespace ${p.project} records who approved Freight; only Kargo (${recorders.join(", ")}) records one`,
-          reason: "Forbidden",
-        },
+        forbidden(
+          `request.userInfo.username in [${recorders.map(lit).join(", ")}]`,
+          `reason: a FreightApproved Event in namespace ${p.project} records who approved Freight; only Kargo (${recorders.join(", ")}) records one`,
+        ),
       ],
     },
-  };
+  );
   const binding = denyBinding(p, name, inNamespace(p.project));
   return { policy, binding };
 }

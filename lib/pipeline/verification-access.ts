@@ -3,7 +3,7 @@
 // read Jobs and AnalysisRuns and patch AnalysisRuns in the project namespace (RBAC cannot name one object of
 // many it does not know yet); the admission policy then holds each of its requests to the message of the
 // measurement of the Job whose pod holds the token, in the run that created that Job.
-import { admissionLabels, denyBinding, forbidden, inNamespace } from "./admission-objects";
+import { admissionLabels, denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
 import type { Pipeline } from "./schema";
 
 /** Who the verification Job runs as, in the Kargo project namespace. */
@@ -89,22 +89,18 @@ export function verificationAccess(p: Pick<Pipeline, "project">) {
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: verificationServiceAccount },
       subjects: [{ kind: "ServiceAccount", name: verificationServiceAccount, namespace: ns }],
     },
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicy" as const,
-      metadata: { name, labels },
-      spec: {
-        failurePolicy: "Fail",
-        matchConstraints: {
-          resourceRules: [
-            {
-              apiGroups: ["argoproj.io"],
-              apiVersions: ["*"],
-              operations: ["CREATE", "UPDATE", "DELETE"],
-              resources: ["analysisruns", "analysisruns/*"],
-            },
-          ],
+    denyPolicy(
+      p,
+      name,
+      [
+        {
+          apiGroups: ["argoproj.io"],
+          apiVersions: ["*"],
+          operations: ["CREATE", "UPDATE", "DELETE"],
+          resources: ["analysisruns", "analysisruns/*"],
         },
+      ],
+      {
         matchConditions: [
           { name: "verification-job", expression: `request.userInfo.username == '${account}'` },
         ],
@@ -133,7 +129,7 @@ export function verificationAccess(p: Pick<Pipeline, "project">) {
           ),
         ],
       },
-    },
+    ),
     denyBinding(p, name, inNamespace(ns)),
   ];
 }

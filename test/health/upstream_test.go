@@ -2,6 +2,7 @@ package health
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"infra-change-platform/test/internal/plan"
+	"infra-change-platform/test/internal/upstream"
 )
 
 // argoCDLua is argo-cd's util/lua/lua.go at the version lib/crds/sources.ts pins, from the module archive
@@ -60,25 +62,22 @@ func TestVMLimitsAndMessagesAreArgoCDs(t *testing.T) {
 	}
 }
 
-// pkoStackController is PKO's stack_controller.go at lib/crds/sources.ts's pin, from a fetched snapshot (PKO's
-// module is not served); without one the test is skipped, saying so.
+// pkoStackController is PKO's stack_controller.go at lib/crds/sources.ts's pin, from the snapshot `npm run
+// upstream` fetches (PKO's module is not served); without one the test is skipped, saying so.
 func pkoStackController(t *testing.T) string {
 	t.Helper()
 	pin, err := plan.PinnedVersion("pko")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := os.Getenv("UPSTREAM_MIRROR_DIR")
-	if base == "" {
-		base = "/work/.mirror"
+	src, err := upstream.Show("pulumi/pulumi-kubernetes-operator", pin, "operator/internal/controller/pulumi/stack_controller.go")
+	if a := (*upstream.Absent)(nil); errors.As(err, &a) {
+		t.Skipf("NOT CHECKED: %v; optional", err)
 	}
-	snapshot := filepath.Join(base, "pulumi+pulumi-kubernetes-operator", "repo")
-	out, err := exec.Command("git", "-C", snapshot, "show", pin+":operator/internal/controller/pulumi/stack_controller.go").Output()
 	if err != nil {
-		t.Skipf("NOT CHECKED: no snapshot of pulumi/pulumi-kubernetes-operator %s at %s (the `fetch` tool, or "+
-			"$UPSTREAM_MIRROR_DIR); optional", pin, snapshot)
+		t.Fatal(err)
 	}
-	return string(out)
+	return string(src)
 }
 
 // The model's retry limit and cooldowns are PKO's, read from its source at our pin rather than from the

@@ -21,7 +21,10 @@ import (
 type Manifest struct {
 	Comment string            `json:"$comment"`
 	Pins    map[string]string `json:"pins"`
-	Models  []Model           `json:"models"`
+	// Snapshots are the repositories some of whose files no Go module serves, each by the name lib/crds/sources.ts
+	// pins it under: Command fetches them at that tag.
+	Snapshots map[string]string `json:"snapshots"`
+	Models    []Model           `json:"models"`
 }
 
 // Model is one part of test/ that re-implements upstream code, and the upstream files it follows.
@@ -39,7 +42,7 @@ type Mirror struct {
 }
 
 // source is where a repository's files are read at our pin: its Go module (the version test/go.mod requires
-// unless pin names lib/crds/sources.ts's entry), else a fetched snapshot only.
+// unless pin names lib/crds/sources.ts's entry), else the snapshot `npm run upstream` fetches (snapshot.go).
 type source struct{ module, pin string }
 
 var sources = map[string]source{
@@ -116,38 +119,29 @@ func moduleDir(module, v string) string {
 	return info.Dir
 }
 
-// absent is a file no source on this machine holds at our pin: its check is skipped, saying why.
-type absent struct{ why string }
-
-func (a *absent) Error() string { return a.why }
-
-// read is the upstream file at the version we pin: from the module cache, else from a fetched snapshot.
-func read(repo, path string) ([]byte, string, error) {
+// read is the upstream file at the version we pin: from the module cache, else from the snapshot of a
+// repository the manifest lists under snapshots.
+func read(m *Manifest, repo, path string) ([]byte, string, error) {
 	v, err := version(repo)
 	if err != nil {
 		return nil, "", err
 	}
 	if src := sources[repo]; src.module != "" {
-		if dir := moduleDir(src.module, v); dir != "" {
+		dir := moduleDir(src.module, v)
+		if dir != "" {
 			if raw, err := os.ReadFile(filepath.Join(dir, path)); err == nil {
 				return raw, v, nil
 			} // a nested module's file (Kargo's api/) is not in the root module: the snapshot has it
+		} else if _, ok := m.Snapshots[repo]; !ok {
+			return nil, v, &Absent{fmt.Sprintf("the Go module proxy did not serve %s@%s, which holds %s", src.module, v, path)}
 		}
 	}
-	base := os.Getenv("UPSTREAM_MIRROR_DIR")
-	if base == "" {
-		base = "/work/.mirror"
+	if _, ok := m.Snapshots[repo]; !ok {
+		return nil, v, fmt.Errorf("no Go module serves %s %s at %s: list %s under snapshots in "+
+			"test/upstream-mirrors.json, so that `%s` fetches it", repo, path, v, repo, Command)
 	}
-	snapshot := filepath.Join(base, strings.Replace(repo, "/", "+", 1), "repo")
-	if _, err := os.Stat(snapshot); err != nil {
-		return nil, v, &absent{fmt.Sprintf("no module serves %s and there is no snapshot of it at %s (the `fetch` tool of "+
-			"github:%s, or $UPSTREAM_MIRROR_DIR); optional, so this file's check is skipped", path, snapshot, repo)}
-	}
-	raw, err := exec.Command("git", "-C", snapshot, "show", v+":"+path).Output()
-	if err != nil {
-		return nil, v, &absent{fmt.Sprintf("the snapshot %s has no %s at %s (fetch github:%s again)", snapshot, path, v, repo)}
-	}
-	return raw, v, nil
+	raw, err := Show(repo, v, path)
+	return raw, v, err
 }
 
 func digest(raw []byte) string {
@@ -165,8 +159,8 @@ func TestEachModelsUpstreamFilesAreThoseItWasWrittenAgainst(t *testing.T) {
 		for j := range model.Mirrors {
 			mirror := &model.Mirrors[j]
 			t.Run(model.Model+"/"+mirror.Repo+"/"+mirror.Path, func(t *testing.T) {
-				raw, v, err := read(mirror.Repo, mirror.Path)
-				if a := (*absent)(nil); errors.As(err, &a) {
+				raw, v, err := read(m, mirror.Repo, mirror.Path)
+				if a := (*Absent)(nil); errors.As(err, &a) {
 					t.Skipf("NOT CHECKED: %v", err)
 				}
 				if err != nil {
@@ -205,6 +199,19 @@ func TestEachModelNamesTheUpstreamFilesItFollows(t *testing.T) {
 	m := load(t)
 	if len(m.Models) == 0 {
 		t.Fatal("test/upstream-mirrors.json lists no model")
+	}
+	// Command fetches a snapshot at the tag lib/crds/sources.ts pins; the check reads it at the version test/go.mod
+	// requires: they must be one.
+	for repo, name := range m.Snapshots {
+		fetched, err := plan.PinnedVersion(name)
+		if err != nil {
+			t.Errorf("snapshots: %s: %v", repo, err)
+			continue
+		}
+		if read, err := version(repo); err != nil || read != fetched {
+			t.Errorf("snapshots: `%s` fetches %s at %s (lib/crds/sources.ts pinned.%s), the check reads it at %q (%v)",
+				Command, repo, fetched, name, read, err)
+		}
 	}
 	for _, model := range m.Models {
 		var text strings.Builder
