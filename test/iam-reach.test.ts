@@ -18,6 +18,7 @@ import {
   type ReachRow,
 } from "../lib/cli/plan/iam-reach";
 import { PLAN_ACCOUNT_ID } from "../lib/cli/plan/mocks";
+import { reachProblems } from "../lib/cli/plan/reach-check";
 import { accountOf } from "../lib/pipeline/accounts";
 import { planChain } from "../lib/cli/plan/projects";
 
@@ -134,6 +135,30 @@ describe("what every AWS identity of the plan can do, as an IAM policy engine an
         expect(bad.join("\n")).toMatch(
           new RegExp(
             `^environment ${first} .*\\| \`${x.name}\`'s actions in any other account \\| .*reaches account ${OTHER_ACCOUNT}: statement ${sid} \\(kargo:${name}\\) allows s3:`,
+            "m",
+          ),
+        );
+    });
+
+    it("an environment named inside another's pattern, past the pipeline's check: the engine refuses it too", async () => {
+      // The pipeline's check (lib/pipeline/check-reach.ts) refuses `<first>-x` first; should it ever let one
+      // through, the engine's answers still name both environments and the statements.
+      const added = `${first}-x`;
+      const p = {
+        ...pipeline,
+        environments: {
+          ...pipeline.environments,
+          [added]: {
+            ...pipeline.environments[first]!,
+            pulumiStack: `${pipeline.environments[first]!.pulumiStack}-x`,
+          },
+        },
+      };
+      const problems = reachProblems(await iamReach(p, plans, PLAN_ACCOUNT_ID));
+      for (const x of withAws)
+        expect(problems.join("\n")).toMatch(
+          new RegExp(
+            `^environment ${first} .*: reaches environment ${added}'s resources: statement \\w+ \\(kargo:${policyResourceName(x.name, first)}\\) allows `,
             "m",
           ),
         );
