@@ -21,9 +21,10 @@ const firstStack = pipeline.environments[first]!.pulumiStack;
 const withAws = pipeline.programs.find((x) => x.aws)!;
 
 describe("npm run plan, on a fork whose identities would reach another environment's resources", () => {
-  const copy = fs.mkdtempSync(path.join(os.tmpdir(), "plan-reach-"));
-  /** `npm run plan -- ARGS` of the copy, in this process. */
-  const plan = async (...args: string[]) => {
+  // A copy each: a plan command caches the example's upstream plans, made from the pipeline it first read.
+  const copies = { nameInside: "", customAccess: "" };
+  /** `npm run plan -- ARGS` of a copy, in this process. */
+  const plan = async (copy: string, ...args: string[]) => {
     const { planCommand } = (await import(
       path.join(copy, "lib/cli/plan/execute.ts")
     )) as typeof import("../lib/cli/plan/execute");
@@ -34,12 +35,21 @@ describe("npm run plan, on a fork whose identities would reach another environme
     });
     return { code, ...printed };
   };
-  beforeAll(() => copyOfRepository(copy));
-  afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
+  beforeAll(async () => {
+    for (const key of Object.keys(copies) as (keyof typeof copies)[]) {
+      copies[key] = fs.mkdtempSync(path.join(os.tmpdir(), "plan-reach-"));
+      await copyOfRepository(copies[key]);
+    }
+  });
+  afterAll(() => {
+    for (const copy of Object.values(copies)) if (copy) fs.rmSync(copy, { recursive: true, force: true });
+  });
 
-  it("refuses an environment named inside another's pattern (dev-x beside dev), naming both, writing nothing", async () => {
-    const added = `${first}-x`;
-    const stack = `${firstStack}-x`;
+  /**
+   * The copy's kargo/pipeline.ts: ours with environment `added` (stack `stack`, like the first one, behind the
+   * first gate, its stack files copied from the first's) and `programs`, an expression over `ours.programs`.
+   */
+  const declare = (copy: string, added: string, stack: string, programs = "ours.programs") => {
     for (const x of pipeline.programs)
       fs.copyFileSync(
         path.join(copy, x.dir, `Pulumi.${firstStack}.yaml`),
@@ -50,6 +60,7 @@ describe("npm run plan, on a fork whose identities would reach another environme
       path.join(copy, "kargo/pipeline.ts"),
       pipelineSourceOver(`{
         ...ours,
+        programs: ${programs},
         environments: { ...ours.environments, ${JSON.stringify(added)}: { ...ours.environments[${JSON.stringify(first)}]!, pulumiStack: ${JSON.stringify(stack)} } },
         stages: [
           ...ours.stages,
@@ -58,8 +69,15 @@ describe("npm run plan, on a fork whose identities would reach another environme
         ],
       }`),
     );
-    const out = path.join(copy, "plan-dev-x");
-    const result = await plan("--out", out);
+  };
+
+  it("refuses an environment named inside another's pattern (dev-x beside dev), naming both, writing nothing", async () => {
+    const added = `${first}-x`;
+    const stack = `${firstStack}-x`;
+    const copy = copies.nameInside;
+    declare(copy, added, stack);
+    const out = path.join(copy, "plan-out");
+    const result = await plan(copy, "--out", out);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
       new RegExp(
@@ -71,35 +89,37 @@ describe("npm run plan, on a fork whose identities would reach another environme
   }, 120_000);
 
   it("refuses a program's access that names no environment, naming both environments and the statement", async () => {
-    // The fork's own statement: the program's reports buckets, `<project>-reports-*`, in every environment.
-    fs.writeFileSync(
-      path.join(copy, "kargo/pipeline.ts"),
-      pipelineSourceOver(`{
-        ...ours,
-        programs: ours.programs.map((x) =>
-          x.name === ${JSON.stringify(withAws.name)}
-            ? {
-                ...x,
-                aws: {
-                  preview: x.aws!.preview,
-                  update: (scope) => [
-                    ...x.aws!.update(scope),
-                    {
-                      Sid: "SharedReports",
-                      Effect: "Allow",
-                      Action: ["s3:PutObject"],
-                      Resource: [\`arn:\${scope.partition}:s3:::\${scope.project}-reports-*/*\`],
-                      Condition: { StringEquals: { "aws:ResourceAccount": "\${aws:PrincipalAccount}" } },
-                    },
-                  ],
-                },
-              }
-            : x,
-        ),
-      }`),
+    // The fork's own statement: the program's reports buckets, `<project>-reports-*`, in every environment;
+    // beside the first environment one more under a name the pipeline's check accepts, so two share an account.
+    const added = `${first}x`;
+    const copy = copies.customAccess;
+    declare(
+      copy,
+      added,
+      `${firstStack}x`,
+      `ours.programs.map((x) =>
+        x.name === ${JSON.stringify(withAws.name)}
+          ? {
+              ...x,
+              aws: {
+                preview: x.aws!.preview,
+                update: (scope) => [
+                  ...x.aws!.update(scope),
+                  {
+                    Sid: "SharedReports",
+                    Effect: "Allow",
+                    Action: ["s3:PutObject"],
+                    Resource: [\`arn:\${scope.partition}:s3:::\${scope.project}-reports-*/*\`],
+                    Condition: { StringEquals: { "aws:ResourceAccount": "\${aws:PrincipalAccount}" } },
+                  },
+                ],
+              },
+            }
+          : x,
+      )`,
     );
-    const out = path.join(copy, "plan-reports");
-    const result = await plan("--out", out);
+    const out = path.join(copy, "plan-out");
+    const result = await plan(copy, "--out", out);
     expect(result.stdout).not.toContain("plan written");
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
@@ -107,10 +127,10 @@ describe("npm run plan, on a fork whose identities would reach another environme
     );
     expect(result.stderr).not.toMatch(/\n\s+at /);
     // Every environment reaches every other one of its account, by that statement of its policy.
-    for (const env of envs)
-      for (const other of envs.filter(
-        (e) => e !== env && accountOf(pipeline.environments, e) === accountOf(pipeline.environments, env),
-      ))
+    const all = [...envs, added];
+    const accountOfEnv = (e: string) => accountOf(pipeline.environments, e === added ? first : e);
+    for (const env of all)
+      for (const other of all.filter((e) => e !== env && accountOfEnv(e) === accountOfEnv(env)))
         expect(result.stderr).toContain(
           `reaches environment ${other}'s resources: statement SharedReports (kargo:${policyResourceName(withAws.name, env)}) allows s3:PutObject on `,
         );
