@@ -86,7 +86,7 @@ describe("npm run plan, on a fork whose identities would reach another environme
     );
     expect(result.stderr).not.toMatch(/\n\s+at /);
     expect(fs.existsSync(out)).toBe(false);
-  }, 120_000);
+  });
 
   it("refuses a program's access that names no environment, naming both environments and the statement", async () => {
     // The fork's own statement: the program's reports buckets, `<project>-reports-*`, in every environment;
@@ -136,5 +136,5 @@ describe("npm run plan, on a fork whose identities would reach another environme
         );
     expect(result.stderr).toMatch(new RegExp(`^  - environment ${first} \\(`, "m"));
     expect(fs.existsSync(out)).toBe(false);
-  }, 120_000);
+  });
 });
