@@ -18,7 +18,8 @@ export async function decide(simulation: Simulation, what: string): Promise<bool
 /**
  * A resource policy that grants `role` everything. A request into another account needs both sides' consent;
  * with this on the other side, the role's own policies alone decide, so a statement that forgets the account
- * (no `aws:ResourceAccount` condition) shows, whatever policy a real resource there holds.
+ * (no `aws:ResourceAccount` condition) shows, whatever policy a real resource there holds. (Both sides
+ * decide a request across accounts: iam-simulate 0.1.173 src/services/DefaultServiceAuthorizer.ts.)
  */
 export const grantsEverything = (role: PlannedRole): PolicyDoc => ({
   Version: "2012-10-17",
