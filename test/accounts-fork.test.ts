@@ -130,7 +130,9 @@ describe("a fork with an environment in another AWS account", () => {
 
   it("answers as meant for every role, the other account's included", async () => {
     const rows = await iamReach(inAccount(other), plans, PLAN_ACCOUNT_ID);
-    expect(rows.filter((r) => !r.ok).map((r) => `${r.identity} | ${r.question} | ${r.answer}`)).toEqual([]);
+    expect(
+      rows.filter((r) => !r.ok).map((r) => `${r.identity} | ${r.question} | ${r.problems.join(", ")}`),
+    ).toEqual([]);
     expect(
       rows.filter(
         (r) => r.identity.startsWith(`environment ${last} `) && r.identity.includes(`account ${other}`),
@@ -166,7 +168,9 @@ describe("a fork with an environment in another AWS account", () => {
       1 + foreign(inAccount(PLAN_ACCOUNT_ID)).length,
     );
     const rows = await iamReach(inAccount(PLAN_ACCOUNT_ID), same, PLAN_ACCOUNT_ID);
-    expect(rows.filter((r) => !r.ok).map((r) => `${r.identity} | ${r.question} | ${r.answer}`)).toEqual([]);
+    expect(
+      rows.filter((r) => !r.ok).map((r) => `${r.identity} | ${r.question} | ${r.problems.join(", ")}`),
+    ).toEqual([]);
   });
 });
 

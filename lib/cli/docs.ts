@@ -14,8 +14,8 @@ import { validatePipeline } from "../pipeline/validate";
 import { capacityTable, plannedCapacity, withCapacityTable } from "./plan/capacity";
 import { monthlyCost, withCostTable, withCostTotal } from "./plan/costs";
 import { ProgramError } from "./plan/harness";
-import { IAM_TABLE_END, IAM_TABLE_START, iamReach, iamReachTable } from "./plan/iam-reach";
-import { PLAN_ACCOUNT_ID } from "./plan/mocks";
+import { IAM_TABLE_END, IAM_TABLE_START, iamReachTable } from "./plan/iam-reach";
+import { checkedReach, ReachError } from "./plan/reach-check";
 import { planChain, repoRoot } from "./plan/projects";
 
 /** Each page's text redrawn; written only once every page has been redrawn, and only where it changed. */
@@ -35,7 +35,8 @@ export async function writeDocs(): Promise<string[]> {
   const plans = await planChain();
   const planned = plannedCapacity(plans, pipeline);
   const cost = monthlyCost(plans.flatMap((plan) => plan.resources));
-  const iam = iamReachTable(await iamReach(pipeline, plans, PLAN_ACCOUNT_ID));
+  // A reach the pipeline does not mean is refused, as by `npm run plan`, never written into the table.
+  const iam = iamReachTable(await checkedReach(pipeline, plans));
   const notes = rewrite([
     [docPages.readme, (text) => withCostTotal(withDiagram(text, pipeline), cost)],
     [
@@ -61,7 +62,8 @@ if (require.main === module) {
     (notes) => console.log(notes.join("\n")),
     (err: unknown) => {
       // Like `npm run plan`: the message naming the stage, field or key, no stack trace; the pages untouched.
-      if (!(err instanceof PipelineError) && !(err instanceof ProgramError)) throw err;
+      if (!(err instanceof PipelineError) && !(err instanceof ProgramError) && !(err instanceof ReachError))
+        throw err;
       const where = err instanceof ProgramError ? `project ${err.project}: ` : "";
       console.error(`docs failed: ${where}${err.message}`);
       process.exitCode = 1;

@@ -62,6 +62,14 @@ export const policyResourceName = (program: string, environment?: string, previe
 /** Only resources of the account the role lives in, whoever else shares a name pattern. */
 export const sameAccount = { StringEquals: { "aws:ResourceAccount": "${aws:PrincipalAccount}" } };
 
+/**
+ * The same for an action that also creates its resource: a resource being created may have no owning
+ * account in the request yet (the key absent: allowed), one that exists must be in the role's account.
+ */
+export const sameAccountOrNew = {
+  StringEqualsIfExists: { "aws:ResourceAccount": "${aws:PrincipalAccount}" },
+};
+
 /** The Pulumi project of the program named `program`, which another program's permissions refer to. */
 export function projectOfProgram(scope: AccessScope, program: string): string {
   const project = Object.hasOwn(scope.projects, program) ? scope.projects[program] : undefined;

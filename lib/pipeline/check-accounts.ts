@@ -11,7 +11,8 @@ export const ACCOUNT_ID = /^\d{12}$/;
 
 /**
  * The account and region of every environment. Two environments may share an account, protected or not:
- * each still has its own role reaching only its own stacks' resources (the IAM reach table proves it), so
+ * each still has its own role reaching only its own stacks' resources (check-reach.ts refuses names that
+ * would let one reach another's, and `npm run plan` any policy that does, as an IAM policy engine answers), so
  * sharing changes billing and quotas, not what one environment's promotion can touch.
  */
 export function accountProblems(p: ParsedPipeline): string[] {

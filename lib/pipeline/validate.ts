@@ -3,6 +3,7 @@
 // as a PipelineError, before any resource is registered.
 import { accountProblems } from "./check-accounts";
 import { programProblems } from "./check-programs";
+import { resourceNameProblems } from "./check-reach";
 import {
   defaultRepoRoot,
   environmentProblems,
@@ -137,6 +138,7 @@ export function validatePipeline(input: unknown, options: CheckOptions = {}): Pi
   problems.push(...inputProblems(pipeline, options));
   const resolved = programProblems(pipeline, options.repoRoot ?? defaultRepoRoot);
   problems.push(...resolved.problems);
+  if (resolved.problems.length === 0) problems.push(...resourceNameProblems(pipeline, resolved.programs));
   if (problems.length > 0) throw new PipelineError(problems);
 
   // Graph checks need resolvable upstreams, so they come after the checks above.

@@ -76,6 +76,10 @@ describe("programs/bucket's access", () => {
       "s3:CreateBucket",
       "s3:TagResource",
     ]);
+    // Creating has no owning account to compare yet; s3:TagResource on an existing bucket must be the role's account's.
+    expect(statements.find((s) => s.Sid === "CreateProgramBuckets")!.Condition).toEqual({
+      StringEqualsIfExists: sameAccount.StringEquals,
+    });
   });
 
   it("lets previews read every environment's buckets and change nothing", () => {

@@ -1,7 +1,7 @@
 // What programs/bucket may do in AWS: its declaration's `aws` in kargo/pipeline.ts, which the kargo project
 // attaches to each environment's role and to the preview role (lib/pipeline/access.ts). It lives beside the
 // program so that it goes with it; the YAML runtime never reads it.
-import { sameAccount } from "../../lib/pipeline/access";
+import { sameAccount, sameAccountOrNew } from "../../lib/pipeline/access";
 import type { AccessScope, PolicyStatement, ProgramAccess } from "../../lib/pipeline/schema";
 
 /**
@@ -81,11 +81,13 @@ export const bucketArns = (project: string, scope: AccessScope) =>
 export const bucketAccess: ProgramAccess = {
   update: (scope): PolicyStatement[] => [
     {
-      // A bucket that does not exist yet has no owning account to compare; tags are set on create.
+      // Tags are set on create, and s3:TagResource also retags an existing bucket: the condition holds for a
+      // bucket being created and keeps another account's bucket of the same name pattern out.
       Sid: "CreateProgramBuckets",
       Effect: "Allow",
       Action: createActions,
       Resource: bucketArns(scope.project, scope),
+      Condition: sameAccountOrNew,
     },
     {
       Sid: "ManageProgramBuckets",

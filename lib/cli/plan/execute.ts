@@ -5,6 +5,7 @@ import { BadRefError, BasePlanError, planDiff } from "./diff-run";
 import { ProgramError } from "./harness";
 import { describeResource, summarize, writePlan } from "./output";
 import { planChain } from "./projects";
+import { checkedReach, plannedPipeline, ReachError } from "./reach-check";
 import { planArguments, usage, type PlanArguments, type PlanCommandIO } from "./command";
 
 /** Plans as `args` ask; resolves with the command's exit status. */
@@ -17,6 +18,8 @@ export async function executePlan(args: PlanArguments, io: PlanCommandIO): Promi
     }
     // The projects before --project are planned for its StackReference, but only its own plan is shown.
     const planned = await planChain({ project, configFile });
+    // With kargo planned, every identity's policies are: refused if any reaches beyond what the pipeline means.
+    if (planned.some((plan) => plan.project === "kargo")) await checkedReach(plannedPipeline(), planned);
     const plans = project ? planned.slice(-1) : planned;
     if (args.resource) {
       // The full view of one resource in the last planned project (or any, without --project).
@@ -38,6 +41,10 @@ export async function executePlan(args: PlanArguments, io: PlanCommandIO): Promi
     if (err instanceof BadRefError) {
       io.error(`${err.message}\n${usage}`);
       return 2;
+    }
+    if (err instanceof ReachError) {
+      io.error(`plan refused: ${err.message}`);
+      return 1;
     }
     if (err instanceof BasePlanError) {
       io.error(err.message);

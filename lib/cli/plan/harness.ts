@@ -195,7 +195,7 @@ class RecordingMonitor extends MockMonitor {
  * Loads TypeScript programs through tsx's require hook, so a program runs exactly as the Pulumi CLI would
  * run it, under the test runner and the plan command alike.
  */
-function requireFresh(entry: string): unknown {
+export function requireFresh(entry: string): unknown {
   if (!require.extensions[".ts"]) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- tsx's CommonJS hook has no ESM entry
     (require("tsx/cjs/api") as { register(): void }).register();

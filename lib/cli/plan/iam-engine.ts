@@ -15,16 +15,32 @@ export async function decide(simulation: Simulation, what: string): Promise<bool
   return result.overallResult === "Allowed";
 }
 
-/** Whether `role` may call `action` on `resource` of `account` (a role's trust policy as its resource policy). */
-export const can = (
+/**
+ * A resource policy that grants `role` everything. A request into another account needs both sides' consent;
+ * with this on the other side, the role's own policies alone decide, so a statement that forgets the account
+ * (no `aws:ResourceAccount` condition) shows, whatever policy a real resource there holds. (Both sides
+ * decide a request across accounts: iam-simulate 0.1.173 src/services/DefaultServiceAuthorizer.ts.)
+ */
+export const grantsEverything = (role: PlannedRole): PolicyDoc => ({
+  Version: "2012-10-17",
+  Statement: [{ Effect: "Allow", Principal: { AWS: role.arn }, Action: "*", Resource: "*" }],
+});
+
+/**
+ * The identity statements that let `role` call `action` on `resource` of `account`, each as
+ * `<Sid> (<policy>)` or `statement <n> (<policy>)`; empty when it may not. `resourcePolicy`: the resource's
+ * own (a role's trust); without one, a resource in another account grants everything (grantsEverything).
+ */
+export async function allowedBy(
   role: PlannedRole,
   action: string,
   resource: string,
   account: string,
   resourcePolicy?: PolicyDoc,
   context: Record<string, string> = {},
-) =>
-  decide(
+): Promise<string[]> {
+  const what = `${role.name}: ${action} on ${resource}`;
+  const result = await runSimulation(
     {
       request: {
         principal: role.arn,
@@ -38,11 +54,33 @@ export const can = (
         },
       },
       identityPolicies: role.policies,
-      resourcePolicy,
+      resourcePolicy: resourcePolicy ?? (account === role.account ? undefined : grantsEverything(role)),
       ...noPolicies,
     },
-    `${role.name}: ${action} on ${resource}`,
+    {},
   );
+  if (result.resultType === "error") throw new Error(`${what}: ${JSON.stringify(result.errors)}`);
+  if (result.overallResult !== "Allowed") return [];
+  const analyses = result.resultType === "single" ? [result.result] : result.results;
+  const named = analyses.flatMap((r) =>
+    (r.analysis.identityAnalysis?.allowStatements ?? []).map((a) => {
+      const sid = a.statement.sid();
+      return `${sid ?? `statement ${a.statement.index()}`} (${a.policyId})`;
+    }),
+  );
+  // Allowed by the resource's policy alone (a role's trust within its account): no statement of the role's.
+  return named.length > 0 ? [...new Set(named)] : ["its resource policy"];
+}
+
+/** Whether `role` may call `action` on `resource` of `account` (see allowedBy). */
+export const can = async (
+  role: PlannedRole,
+  action: string,
+  resource: string,
+  account: string,
+  resourcePolicy?: PolicyDoc,
+  context: Record<string, string> = {},
+) => (await allowedBy(role, action, resource, account, resourcePolicy, context)).length > 0;
 
 /**
  * Whether a token of `subject` from `issuer` may assume `role`. The checked engine drops context keys

