@@ -5,7 +5,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { diffPlans, listKey, type ProjectPlan } from "../lib/cli/plan/diff";
-import { renderDiff, type DiffReport } from "../lib/cli/plan/diff-format";
+import * as fs from "node:fs";
+import { OVERSIGHT_EXAMPLE_END, OVERSIGHT_EXAMPLE_START, oversightBlock } from "../lib/cli/docs";
+import { oversightLines, renderDiff, type DiffReport } from "../lib/cli/plan/diff-format";
 import { oversightChanges, pathChanges } from "../lib/cli/plan/diff-oversight";
 import { awsReachChanges, kubernetesReachChanges } from "../lib/cli/plan/diff-reach";
 import { reviewSummary } from "../lib/cli/plan/diff-summary";
@@ -25,7 +27,9 @@ import {
   stoppingEnvironment,
   weakenStop,
   withoutGates,
-} from "./path-changes-support";
+  oversightExample,
+} from "../lib/cli/plan/path-examples";
+import { docPages } from "../lib/markdown";
 
 const ours = validatePipeline(definition);
 const withoutStopOn = <T extends { stopOn?: unknown }>({ stopOn: _s, ...rest }: T) => rest;
@@ -279,6 +283,22 @@ describe("lists in the diff", () => {
 });
 
 describe("the report", () => {
+  it("is the example in docs/reviewing-changes.md, as `npm run docs` draws it", async () => {
+    const text = fs.readFileSync(docPages.reviewingChanges, "utf8");
+    const between = text.slice(
+      text.indexOf(OVERSIGHT_EXAMPLE_START) + OVERSIGHT_EXAMPLE_START.length,
+      text.indexOf(OVERSIGHT_EXAMPLE_END),
+    );
+    const example = await oversightExample(definition, base);
+    expect(between.trim(), "run npm run docs").toBe(oversightBlock(oversightLines(example)));
+    // It says each of the four things it was made to show.
+    expect(example.changes.map((c) => c.direction)).toContain("weakened");
+    expect(between).toMatch(/no person between/);
+    expect(between).toMatch(/stop weakened/);
+    expect(between).toMatch(/moves to another AWS account/);
+    expect(between).toMatch(/AWS reach widened/);
+  });
+
   it("heads the text and the Markdown with oversight, weakened first, before any resource detail", async () => {
     const env = gatedEnvironment(definition)!;
     const after = validatePipeline(withoutGates(definition, env));

@@ -2,7 +2,7 @@
 // node_modules linked): the second commit opens a port to the world, widens every program's IAM policy in
 // every environment, deletes a promoted YAML program's protected resource (and adds an unprotected bucket),
 // adds a node, and changes the path (an environment's gates removed, a stop weakened, an environment moved to
-// another account: test/path-changes-support.ts). The path's changes and the widened reach must be said first
+// another account: lib/cli/plan/path-examples.ts). The path's changes and the widened reach must be said first
 // under oversight, each other change under its heading, with the cost, and the policy pack must flag the ones
 // that break a rule. One diff run (two plans) for the whole file.
 import { policyResourceName } from "../lib/pipeline/access";
@@ -25,7 +25,7 @@ import { repoRoot } from "../lib/cli/plan/projects";
 import { oversightOf } from "../lib/pipeline/oversight";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { unexpectedStderr } from "./helpers";
-import { pathChanged } from "./path-changes-support";
+import { pathChanged } from "../lib/cli/plan/path-examples";
 
 const run = promisify(execFile);
 const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
@@ -151,7 +151,7 @@ describe("npm run plan -- --diff, between two commits", () => {
       t
         .replace(
           "export const pipeline: PipelineInput = { ...ours,",
-          'import { pathChanged } from "../test/path-changes-support";\nexport const pipeline: PipelineInput = pathChanged({ ...ours,',
+          'import { pathChanged } from "../lib/cli/plan/path-examples";\nexport const pipeline: PipelineInput = pathChanged({ ...ours,',
         )
         .replace(/\] \};\n$/, "] }).pipeline;\n"),
     );

@@ -115,16 +115,22 @@ const sections = (s: ReviewSummary): Section[] => [
 const oversightMark = (c: OversightChange) =>
   c.direction === "weakened" ? "!!" : c.direction === "strengthened" ? "+" : "~";
 
+/** The oversight section as text: one line a change, weakenings marked `!!`, each detail under it. */
+export function oversightLines(o: Oversight | undefined): string[] {
+  const changes = o?.changes ?? [];
+  return [
+    `Oversight${changes.length === 0 ? ": no change" : ""}`,
+    ...(o?.unread ? [`  the path before the change is unknown: ${o.unread}`] : []),
+    ...changes.flatMap((c) => [`  ${oversightMark(c)} ${c.line}`, ...c.details.map((d) => `      ${d}`)]),
+  ];
+}
+
 function renderText(r: DiffReport): string {
   const out = [
     `Plan diff: ${r.base.ref} (${r.base.commit.slice(0, 12)}) → working tree: ${counts(r.diff)}`,
     "",
   ];
-  const oversight = r.oversight?.changes ?? [];
-  out.push(`Oversight${oversight.length === 0 ? ": no change" : ""}`);
-  if (r.oversight?.unread) out.push(`  the path before the change is unknown: ${r.oversight.unread}`);
-  for (const c of oversight)
-    out.push(`  ${oversightMark(c)} ${c.line}`, ...c.details.map((d) => `      ${d}`));
+  out.push(...oversightLines(r.oversight));
   const cost = r.summary.cost;
   for (const { title, cls, findings } of sections(r.summary)) {
     if (cls === "cost")

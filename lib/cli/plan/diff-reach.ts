@@ -60,10 +60,33 @@ const identityOf = (r: PlannedRole) =>
   `role ${r.resource} (${r.project}${r.account === PLAN_ACCOUNT_ID ? "" : `, account ${r.account}`})`;
 const policiesKey = (r: PlannedRole) => JSON.stringify([r.account, r.policies.map((p) => p.policy)]);
 
+/** An IAM action pattern as a regular expression: `*` any run of characters, `?` any one, case ignored. */
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".")}$`,
+    "i",
+  );
+
+/**
+ * Whether any Allow statement of `role` could name `action`: without one, no identity policy allows it and
+ * the engine would answer no (the questions carry no resource policy), so it is not asked.
+ */
+const mayAllow = (role: PlannedRole, action: string) =>
+  role.policies.some((p) =>
+    statements(p.policy).some(
+      (s) =>
+        s.Effect === "Allow" &&
+        (s.NotAction !== undefined || list(s.Action).some((a) => glob(a).test(action))),
+    ),
+  );
+
 /** What the engine allows `role` of the asked questions. */
 async function answers(role: PlannedRole, asked: Iterable<[string, { action: string; resource: string }]>) {
   const allowed = new Set<string>();
-  for (const [key, q] of asked)
+  for (const [key, q] of [...asked].filter(([, q]) => mayAllow(role, q.action)))
     // The engine refuses a pair whose action does not act on that type of resource: no answer, either side.
     if (await can(role, q.action, q.resource, role.account).catch(() => false)) allowed.add(key);
   return allowed;

@@ -1,11 +1,16 @@
 // Changes to the path a reviewer must be told of, made to any pipeline definition the schema allows: the gates
 // between an environment and its upstream environments removed, an environment's stop weakened by a class,
-// an environment moved to another AWS account. Each picks its environment from the definition, so a fork's
-// pipeline is changed the same way. Shared by the oversight tests and the two-commit plan diff.
-import { namedAccounts } from "../lib/pipeline/accounts";
-import { oversightOf, WAREHOUSE } from "../lib/pipeline/oversight";
-import { riskPolicy, type PipelineInput } from "../lib/pipeline/schema";
-import { validatePipeline } from "../lib/pipeline/validate";
+// an environment moved to another AWS account, an environment's identity allowed every resource. Each picks
+// its environment from the definition, so a fork's pipeline is changed the same way. The example output in
+// docs/reviewing-changes.md (`npm run docs`) and the oversight tests use them.
+import { namedAccounts } from "../../pipeline/accounts";
+import { oversightOf, WAREHOUSE } from "../../pipeline/oversight";
+import { riskPolicy, type Pipeline, type PipelineInput } from "../../pipeline/schema";
+import { validatePipeline } from "../../pipeline/validate";
+import type { ProjectPlan } from "./diff";
+import { oversightChanges, type Oversight } from "./diff-oversight";
+import { plannedRoles, plannedServiceAccounts } from "./iam-roles";
+import { PLAN_ACCOUNT_ID } from "./mocks";
 
 type Stages = PipelineInput["stages"];
 
@@ -99,4 +104,42 @@ export function pathChanged(p: PipelineInput) {
   if (stopping) changed = weakenStop(changed, stopping.environment);
   changed = inAccount(changed, moved, account);
   return { pipeline: changed, gated, stopping, moved, account };
+}
+
+/** The IAM role of `environment`'s updates in `plans`: the one its ServiceAccount is annotated with. */
+export function environmentRole(plans: ProjectPlan[], p: Pipeline, environment: string) {
+  const subject = `system:serviceaccount:${p.stacks.namespace}:${p.stacks.serviceAccountName}-${environment}`;
+  const arn = plannedServiceAccounts(plans).find((sa) => sa.subject === subject)?.roleArn;
+  return plannedRoles(plans, PLAN_ACCOUNT_ID).find((r) => r.arn === arn);
+}
+
+/** A copy of `plans` in which `environment`'s role is allowed every resource its policies' actions act on. */
+export function withWidenedRole(plans: ProjectPlan[], p: Pipeline, environment: string): ProjectPlan[] {
+  const role = environmentRole(plans, p, environment);
+  if (!role) throw new Error(`environment ${environment}: no role in the plan`);
+  const copy = structuredClone(plans);
+  for (const r of copy.flatMap((x) => x.resources))
+    if (
+      r.type === "aws:iam/rolePolicy:RolePolicy" &&
+      role.policies.some((x) => x.name.endsWith(`:${r.name}`))
+    ) {
+      const doc = JSON.parse(r.inputs.policy as string) as { Statement: object | object[] };
+      doc.Statement = [doc.Statement].flat().map((s) => ({ ...s, Resource: "*" }));
+      r.inputs.policy = JSON.stringify(doc);
+    }
+  return copy;
+}
+
+/**
+ * The oversight section of a pull request that makes all four changes to `definition`: the path's three
+ * ({@link pathChanged}) and the first environment's identity allowed every resource (its plan only).
+ */
+export async function oversightExample(definition: PipelineInput, plans: ProjectPlan[]): Promise<Oversight> {
+  const before = validatePipeline(definition);
+  const after = validatePipeline(pathChanged(definition).pipeline);
+  const [first] = Object.keys(before.environments);
+  return oversightChanges(
+    { before: plans, after: withWidenedRole(plans, before, first!) },
+    { before, after },
+  );
 }
