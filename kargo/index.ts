@@ -69,7 +69,10 @@ export = async () => {
   // GitHub reads CODEOWNERS from the branch a pull request merges into: the owners in it are the ones asked.
   const repoRoot = path.join(__dirname, "..");
   const codeowners = codeownersFile(pathPatterns(repoRoot, pipeline.stacks.dir), config.githubPathOwners);
-  const stale = config.githubRulesets && codeownersProblem(repoRoot, codeowners);
+  const stale =
+    config.githubRulesets &&
+    config.githubPathOwners.length > 0 &&
+    codeownersProblem(repoRoot, codeowners, pulumi.getStack());
   if (stale) throw new ConfigError("kargo", [`kargo:githubPathOwners: ${stale}`]);
 
   const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });

@@ -63,11 +63,11 @@ export const codeownersFile = (patterns: string[], owners: string[]): string =>
   ].join("\n") + "\n";
 
 /** Why the repository's CODEOWNERS is not what `owners` make it, or undefined when it is. */
-export function codeownersProblem(repoRoot: string, expected: string): string | undefined {
+export function codeownersProblem(repoRoot: string, expected: string, stack: string): string | undefined {
   const file = path.join(repoRoot, CODEOWNERS);
   const actual = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined;
   if (actual === expected) return undefined;
-  return `${CODEOWNERS} ${actual === undefined ? "is missing" : "is not what kargo:githubPathOwners and the pipeline's files make it"}: run \`npm run codeowners -- --stack <this stack>\` and merge the result before this deploy`;
+  return `${CODEOWNERS} ${actual === undefined ? "is missing" : "is not what kargo:githubPathOwners and the pipeline's files make it"}: run \`npm run codeowners -- --stack ${stack}\` and merge the result before this deploy`;
 }
 
 /** The owners a CODEOWNERS file names (its first rule's), none when it has no rule or does not exist. */
