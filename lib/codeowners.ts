@@ -1,6 +1,7 @@
 // The path's owners: .github/CODEOWNERS gives every file that defines the path a change must take (the
 // pipeline definition and each file it imports, the library that derives the stages, approvers and
-// identities from it, the generated stacks/, the repository rules and this file itself) to the owners
+// identities from it, the kargo files that render them and decide the stops, the generated stacks/, the
+// repository rules and this file itself) to the owners
 // kargo:githubPathOwners names; the reviews ruleset then requires one of them to approve a pull request that
 // touches any of it (kargo/repositoryRules.ts). `npm run codeowners` writes it from the stack's owners,
 // `npm run stacks` redraws its files after a change to the pipeline, and each deploy checks it.
@@ -38,13 +39,20 @@ export function definitionFiles(repoRoot: string, entry = "kargo/pipeline.ts"): 
 }
 
 /**
+ * What turns the definition into the objects that enforce it: the stages, approver roles and admission
+ * policies (promotionPipeline.ts), the environments' identities in other accounts (accounts.ts), and what
+ * stops a preview (verification/, the classifier).
+ */
+const RENDERING = ["kargo/promotionPipeline.ts", "kargo/accounts.ts", "kargo/verification/"];
+
+/**
  * The CODEOWNERS patterns of the path: each definition file outside lib/pipeline/, then the folders whose
  * every file belongs to it. Anchored at the root (a leading `/`), so no other file of the same name matches.
  */
 export function pathPatterns(repoRoot: string, stacksDir: string): string[] {
   const folders = ["lib/pipeline/", `${stacksDir.replace(/\/+$/, "")}/`];
   const files = definitionFiles(repoRoot).filter((f) => !folders.some((d) => f.startsWith(d)));
-  return [...files, ...folders, "kargo/repositoryRules.ts", CODEOWNERS].map((p) => `/${p}`);
+  return [...files, ...folders, ...RENDERING, "kargo/repositoryRules.ts", CODEOWNERS].map((p) => `/${p}`);
 }
 
 const HEADER = [

@@ -61,7 +61,7 @@ describe("the path's owners", () => {
     expect("owners" in example && example.owners).toEqual([]);
   });
 
-  it("own the pipeline definition, every file it imports, lib/pipeline/, stacks/, the rules and CODEOWNERS itself", () => {
+  it("own the pipeline definition, every file it imports, lib/pipeline/, what renders it and decides the stops, stacks/, the rules and CODEOWNERS itself", () => {
     const text = codeownersFile(pathPatterns(repoRoot, pipeline.stacks.dir), OWNERS);
     const stacks = fs
       .readdirSync(path.join(repoRoot, pipeline.stacks.dir))
@@ -70,6 +70,9 @@ describe("the path's owners", () => {
       ...imported("kargo/pipeline.ts"),
       ...fs.readdirSync(path.join(repoRoot, "lib/pipeline")).map((f) => `lib/pipeline/${f}`),
       ...stacks,
+      ...fs.readdirSync(path.join(repoRoot, "kargo/verification")).map((f) => `kargo/verification/${f}`),
+      "kargo/promotionPipeline.ts",
+      "kargo/accounts.ts",
       "kargo/repositoryRules.ts",
       CODEOWNERS,
     ];

