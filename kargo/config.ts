@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { OWNER } from "../lib/codeowners";
 import { configFields, hostname, internetAllowList, loadConfig } from "../lib/config";
 import { ciConfigProblems, ciConfigShape } from "./ciConfig";
 import { pipeline } from "./pipeline";
@@ -118,6 +119,25 @@ export const kargoConfigSchema = z.object({
         'allowed values are "never" (the default), "pull_request" (admins merge a pull request without reviews) and "always"',
     })
     .default("never"),
+  /**
+   * GitHub users or teams (`@user`, `@org/team`) one of whom must approve a pull request that changes the
+   * path: the pipeline definition and what it imports, lib/pipeline/, stacks/, the repository rules
+   * (.github/CODEOWNERS, `npm run codeowners`; the reviews ruleset requires a code owner's review). Needs
+   * githubRulesets. Unset: no owner's review is required.
+   */
+  githubPathOwners: z
+    .array(
+      z
+        .string()
+        .regex(
+          OWNER,
+          'must be a GitHub user or team as CODEOWNERS names it, such as "@alice" or "@your-org/platform"',
+        ),
+      { error: 'must be a list of GitHub users or teams, such as ["@your-org/platform"]' },
+    )
+    .max(20, "must name at most 20 owners (a team names more people)")
+    .refine((l) => new Set(l.map((o) => o.toLowerCase())).size === l.length, "names an owner twice")
+    .default([]),
   // The CI's GitHub environments, repository variables and Pulumi Cloud OIDC trust (kargo/ciConfig.ts).
   ...ciConfigShape,
 });
@@ -153,6 +173,20 @@ const hostnameWithZone = kargoConfigSchema.superRefine((c, ctx) => {
       code: "custom",
       path: ["githubAdminBypass"],
       message: "must be never when kargo:githubRequiredReviews is 0: there is no review to bypass",
+    });
+  if (c.githubPathOwners.length > 0 && !c.githubRulesets)
+    ctx.addIssue({
+      code: "custom",
+      path: ["githubPathOwners"],
+      message:
+        "needs kargo:githubRulesets true: without the rulesets nothing requires the owners' review (docs/deploy.md#the-paths-owners)",
+    });
+  if (c.githubPathOwners.length > 0 && c.githubRequiredReviews === 0)
+    ctx.addIssue({
+      code: "custom",
+      path: ["githubPathOwners"],
+      message:
+        "needs kargo:githubRequiredReviews of at least 1: an owner's approval is one of the pull request's approving reviews",
     });
   for (const { path, message } of ciConfigProblems(c, Object.keys(pipeline.environments)))
     ctx.addIssue({ code: "custom", path: [path], message });

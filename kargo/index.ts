@@ -9,6 +9,7 @@ import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline
 import { approverGroups } from "../lib/pipeline/rbac";
 import { stopLine } from "../lib/pipeline/verification";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { codeownersFile, codeownersProblem, pathPatterns } from "../lib/codeowners";
 import { ConfigError } from "../lib/config";
 import { ciAsCode } from "./ci";
 import { githubApp, loadKargoConfig } from "./config";
@@ -65,6 +66,14 @@ export = async () => {
   const requiredChecks = pullRequestChecks(path.join(__dirname, "..", ".github", "workflows"));
   const unguarded = config.githubRulesets && unguardedMain(config.githubRequiredReviews, requiredChecks);
   if (unguarded) throw new ConfigError("kargo", [unguarded]);
+  // GitHub reads CODEOWNERS from the branch a pull request merges into: the owners in it are the ones asked.
+  const repoRoot = path.join(__dirname, "..");
+  const codeowners = codeownersFile(pathPatterns(repoRoot, pipeline.stacks.dir), config.githubPathOwners);
+  const stale =
+    config.githubRulesets &&
+    config.githubPathOwners.length > 0 &&
+    codeownersProblem(repoRoot, codeowners, pulumi.getStack());
+  if (stale) throw new ConfigError("kargo", [`kargo:githubPathOwners: ${stale}`]);
 
   const githubProvider = new github.Provider("github", { owner: repository.owner, token: config.gitToken });
   const webhookAllowedCidrs = config.webhookAllowedCidrs ?? (await githubHookRanges(githubProvider));
@@ -184,6 +193,7 @@ export = async () => {
         requiredReviews: config.githubRequiredReviews,
         requireLastPushApproval: config.githubRequireLastPushApproval,
         adminBypass: config.githubAdminBypass,
+        codeOwners: config.githubPathOwners.length > 0,
       },
     });
   }

@@ -30,6 +30,8 @@ export interface ReviewRules {
   requireLastPushApproval: boolean;
   /** Whether repository admins may merge without the reviews (never the checks): see adminBypass. */
   adminBypass: AdminBypassMode;
+  /** One of the approvals must come from an owner of the changed files (.github/CODEOWNERS, the path's). */
+  codeOwners: boolean;
 }
 
 /**
@@ -104,6 +106,7 @@ export class RepositoryRules extends pulumi.ComponentResource {
               requiredApprovingReviewCount: args.review.requiredReviews,
               dismissStaleReviewsOnPush: true,
               requireLastPushApproval: args.review.requireLastPushApproval,
+              requireCodeOwnerReview: args.review.codeOwners,
               requiredReviewThreadResolution: false,
             },
           })

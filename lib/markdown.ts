@@ -14,6 +14,8 @@ export const docPages = {
   capacityAndCost: path.join(repoRoot, "docs", "capacity-and-cost.md"),
   /** The reach table (test/kube writes it) and the claims about the approver roles. */
   securityAndApprovals: path.join(repoRoot, "docs", "security-and-approvals.md"),
+  /** The plan diff, with its oversight section's example output. */
+  reviewingChanges: path.join(repoRoot, "docs", "reviewing-changes.md"),
   /** The deploy steps: the CI roles' trust policies, signing in. */
   deploy: path.join(repoRoot, "docs", "deploy.md"),
 } as const;

@@ -1,7 +1,9 @@
 // `npm run plan -- --diff` between two real commits of a temporary repository (a copy of the tracked files,
 // node_modules linked): the second commit opens a port to the world, widens every program's IAM policy in
-// every environment, deletes a promoted YAML program's protected resource (and adds an unprotected bucket)
-// and adds a node. Each must show under its heading, with the cost, and the policy pack must flag the ones
+// every environment, deletes a promoted YAML program's protected resource (and adds an unprotected bucket),
+// adds a node, and changes the path (an environment's gates removed, a stop weakened, an environment moved to
+// another account: lib/cli/plan/path-examples.ts). The path's changes and the widened reach must be said first
+// under oversight, each other change under its heading, with the cost, and the policy pack must flag the ones
 // that break a rule. One diff run (two plans) for the whole file.
 import { policyResourceName } from "../lib/pipeline/access";
 import { execFile } from "node:child_process";
@@ -17,10 +19,13 @@ import { price } from "../lib/cli/plan/costs";
 import type { ChangeNode, ResourceChange } from "../lib/cli/plan/diff";
 import type { PolicyViolation } from "../lib/cli/plan/diff-format";
 import { canonicalType, type PromotedProgram } from "../lib/cli/plan/diff-program";
+import type { Oversight } from "../lib/cli/plan/diff-oversight";
 import type { ReviewSummary } from "../lib/cli/plan/diff-summary";
 import { repoRoot } from "../lib/cli/plan/projects";
+import { oversightOf } from "../lib/pipeline/oversight";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { unexpectedStderr } from "./helpers";
+import { pathChanged } from "../lib/cli/plan/path-examples";
 
 const run = promisify(execFile);
 const tsx = path.join(repoRoot, "node_modules", ".bin", "tsx");
@@ -44,6 +49,7 @@ function edit(file: string, change: (text: string) => string) {
 
 interface JsonReport {
   base: { ref: string; commit: string };
+  oversight: Oversight;
   summary: ReviewSummary;
   violations: PolicyViolation[];
   unplanned: PromotedProgram[];
@@ -140,6 +146,15 @@ describe("npm run plan -- --diff, between two commits", () => {
         'Statement: x.aws.update(scopeOf(p, x, [env.pulumiStack], partition)).map((s) => ({ ...s, Resource: "*" }))',
       ),
     );
+    // Removes the gates before an environment, weakens a stop, moves an environment to another account.
+    edit(path.join(repo, "kargo/pipeline.ts"), (t) =>
+      t
+        .replace(
+          "export const pipeline: PipelineInput = { ...ours,",
+          'import { pathChanged } from "../lib/cli/plan/path-examples";\nexport const pipeline: PipelineInput = pathChanged({ ...ours,',
+        )
+        .replace(/\] \};\n$/, "] }).pipeline;\n"),
+    );
     // Adds a node.
     edit(path.join(repo, "cluster/Pulumi.example.yaml"), (t) =>
       t
@@ -169,6 +184,41 @@ describe("npm run plan -- --diff, between two commits", () => {
     expect(diff.code).toBe(0);
     report = JSON.parse(diff.stdout);
     [badRef, badConfig] = bad as [typeof diff, typeof diff];
+  });
+
+  it("says first, in a reviewer's words, that the path lost its people, a stop weakened, an environment moved and identities reach further", () => {
+    const changed = pathChanged(pipeline);
+    const after = validatePipeline(changed.pipeline);
+    const lines = report.oversight.changes.map((c) => c.line);
+    expect(changed.gated, "the example has an environment gated after others").toBeDefined();
+    const upstream = oversightOf(after).find((o) => o.environment === changed.gated)!.upstream;
+    expect(lines).toContain(
+      `${changed.gated}: no person between ${upstream.join(", ")} and ${changed.gated}`,
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^${changed.stopping!.environment}: stop weakened: no longer stops on ${changed.stopping!.dropped} `,
+        ),
+      ),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^${changed.moved}: moves to another AWS account: .* → ${changed.account}$`),
+      ),
+    );
+    // Every environment's identity may now act on every resource: the engine finds each widened.
+    const widened = report.oversight.changes.filter((c) => / AWS reach widened/.test(c.line));
+    expect(widened.length).toBeGreaterThanOrEqual(environments.length);
+    // Weakened first: nothing strengthened or merely changed comes before a weakening.
+    const directions = report.oversight.changes.map((c) => c.direction);
+    expect(directions[0]).toBe("weakened");
+    expect(directions.lastIndexOf("weakened")).toBeLessThan(
+      Math.max(directions.indexOf("changed"), directions.indexOf("strengthened"), directions.length),
+    );
+    expect(directions.slice(0, directions.lastIndexOf("weakened") + 1).every((d) => d === "weakened")).toBe(
+      true,
+    );
   });
 
   it("names the commit it compares with", async () => {

@@ -68,6 +68,8 @@ describe("the repository rulesets", () => {
       requiredApprovingReviewCount: 1,
       dismissStaleReviewsOnPush: true,
       requireLastPushApproval: true,
+      // No owners named (kargo:githubPathOwners, test/codeowners.test.ts): no owner's review asked.
+      requireCodeOwnerReview: false,
     });
   });
 

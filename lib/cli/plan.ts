@@ -18,4 +18,5 @@ async function main(): Promise<number> {
   return executePlan(args, io);
 }
 
-main().then((code) => process.exit(code));
+// Exit once standard output has taken everything: a diff runs to megabytes, and a pipe may still hold some.
+main().then((code) => process.stdout.write("", () => process.exit(code)));

@@ -10,6 +10,7 @@ import { pipeline as definition } from "../../kargo/pipeline";
 import { PipelineError } from "../pipeline/schema";
 import { validatePipeline } from "../pipeline/validate";
 import { writeStacks } from "../pipeline/stacks";
+import { CODEOWNERS, writeCodeowners } from "../codeowners";
 import { ProgramError } from "./plan/harness";
 import { repoRoot } from "./plan/projects";
 import { writeDocs } from "./docs";
@@ -87,10 +88,12 @@ function check(): void {
 }
 
 async function main(): Promise<void> {
-  const { written, removed } = writeStacks(validatePipeline(definition));
+  const pipeline = validatePipeline(definition);
+  const { written, removed } = writeStacks(pipeline);
   console.log(
     `stacks: wrote ${written.length} templates${removed.length ? `, removed ${removed.join(", ")}` : ""}`,
   );
+  if (writeCodeowners(repoRoot, pipeline.stacks.dir)) console.log(`stacks: redrew ${CODEOWNERS}`);
   console.log((await writeDocs()).join("\n"));
 }
 

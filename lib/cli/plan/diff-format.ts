@@ -1,6 +1,7 @@
-// A plan diff for people: text for a terminal, Markdown for a pull-request comment, JSON for tools. The
-// summary comes first (exposure, privilege, loss, cost, then the policies), then every change per project as
-// a tree by parent, component children under their component.
+// A plan diff for people: text for a terminal, Markdown for a pull-request comment, JSON for tools. Oversight
+// comes first (diff-oversight.ts: the path's people, stops, accounts and the identities' reach), then the
+// summary (exposure, privilege, loss, cost, then the policies), then every change per project as a tree by
+// parent, component children under their component.
 import {
   changeTree,
   type ChangeKind,
@@ -9,6 +10,7 @@ import {
   type ProjectPlan,
   type ResourceChange,
 } from "./diff";
+import type { Oversight, OversightChange } from "./diff-oversight";
 import type { PromotedProgram } from "./diff-program";
 import type { RiskClass } from "./diff-classes";
 import { show, type Finding, type ReviewSummary } from "./diff-summary";
@@ -25,6 +27,8 @@ export interface PolicyViolation {
 export interface DiffReport {
   /** What the working tree is compared with: the ref as given and its commit. */
   base: { ref: string; commit: string };
+  /** What the change does to oversight: said first. */
+  oversight?: Oversight;
   diff: PlanDiff;
   summary: ReviewSummary;
   /** Violations of the policy pack in the working tree's plan: each blocks a deploy. */
@@ -107,11 +111,26 @@ const sections = (s: ReviewSummary): Section[] => [
   { title: "Cost", cls: "cost", findings: s.cost.findings },
 ];
 
+/** The oversight section's lines: a weakening marked so that it cannot be missed. */
+const oversightMark = (c: OversightChange) =>
+  c.direction === "weakened" ? "!!" : c.direction === "strengthened" ? "+" : "~";
+
+/** The oversight section as text: one line a change, weakenings marked `!!`, each detail under it. */
+export function oversightLines(o: Oversight | undefined): string[] {
+  const changes = o?.changes ?? [];
+  return [
+    `Oversight${changes.length === 0 ? ": no change" : ""}`,
+    ...(o?.unread ? [`  the path before the change is unknown: ${o.unread}`] : []),
+    ...changes.flatMap((c) => [`  ${oversightMark(c)} ${c.line}`, ...c.details.map((d) => `      ${d}`)]),
+  ];
+}
+
 function renderText(r: DiffReport): string {
   const out = [
     `Plan diff: ${r.base.ref} (${r.base.commit.slice(0, 12)}) → working tree: ${counts(r.diff)}`,
     "",
   ];
+  out.push(...oversightLines(r.oversight));
   const cost = r.summary.cost;
   for (const { title, cls, findings } of sections(r.summary)) {
     if (cls === "cost")
@@ -170,7 +189,18 @@ function renderMarkdown(r: DiffReport): string {
     "",
     `**${counts(r.diff)}**`,
     "",
+    "### Oversight",
+    "",
   ];
+  const oversight = r.oversight?.changes ?? [];
+  if (r.oversight?.unread) out.push(`The path before the change is unknown: ${md(r.oversight.unread)}`, "");
+  if (oversight.length === 0)
+    out.push("No change to who stands between the environments or to what anyone may do.", "");
+  for (const c of oversight) {
+    const line = c.direction === "weakened" ? `**⚠ ${md(c.line)}**` : md(c.line);
+    out.push(`- ${line}`, ...c.details.map((d) => `  - ${code(d)}`));
+  }
+  if (oversight.length > 0) out.push("");
   const cost = r.summary.cost;
   for (const { title, cls, findings } of sections(r.summary)) {
     out.push(`### ${title}`, "");
@@ -229,6 +259,7 @@ function renderJson(r: DiffReport): string {
   return JSON.stringify(
     {
       base: r.base,
+      oversight: r.oversight ?? { changes: [] },
       summary: r.summary,
       violations: r.violations,
       unplanned: r.unplanned ?? [],

@@ -105,6 +105,8 @@ export function replaceReasons(
     if (templated) changes = changes.filter((c) => !["diskSize", "amiType"].includes(top(c.path)));
   }
   return [
-    ...new Set(changes.filter((c) => forcesNew(type, c.path)).map((c) => c.path.replace(/\[\d+\].*$/, ""))),
+    ...new Set(
+      changes.filter((c) => forcesNew(type, c.path)).map((c) => c.path.replace(/\[[^\]]*\].*$/, "")),
+    ),
   ];
 }

@@ -6,6 +6,7 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import YAML from "yaml";
 import { pipeline as definition } from "../../../kargo/pipeline";
@@ -15,6 +16,7 @@ import { validatePipeline } from "../../pipeline/validate";
 import { programsReport } from "../programs";
 import { diffPlans, type ProjectPlan } from "./diff";
 import { renderDiff, type DiffReport, type Format } from "./diff-format";
+import { oversightChanges } from "./diff-oversight";
 import { programPlans, type PromotedProgram } from "./diff-program";
 import { reviewSummary } from "./diff-summary";
 import { writePlan } from "./output";
@@ -55,6 +57,25 @@ const tsx = (script: string, args: string[], cwd: string, signal: AbortSignal) =
 interface TreePlan {
   plans: ProjectPlan[];
   unplanned: PromotedProgram[];
+  /** Its pipeline definition, validated as this tree reads one (old field names in their new meaning). */
+  pipeline?: Pipeline;
+  /** Why its pipeline could not be read. */
+  unread?: string;
+}
+
+/**
+ * The ref's pipeline definition (its kargo/pipeline.ts, with the programs' access it imports), validated by
+ * this tree's rules against the ref's own files: what the path was before the change.
+ */
+async function refPipeline(tree: string, ref: string): Promise<Pick<TreePlan, "pipeline" | "unread">> {
+  const file = path.join(tree, "kargo", "pipeline.ts");
+  if (!fs.existsSync(file)) return { unread: `${ref} has no kargo/pipeline.ts` };
+  try {
+    const { pipeline } = (await import(pathToFileURL(file).href)) as { pipeline?: unknown };
+    return { pipeline: validatePipeline(pipeline, { repoRoot: tree }) };
+  } catch (err) {
+    return { unread: `the pipeline of ${ref} does not read as one today: ${(err as Error).message}` };
+  }
 }
 
 /**
@@ -105,11 +126,19 @@ async function planRef(
       throw new BasePlanError(`plan of ${request.ref} failed: ${(err.stderr || err.message).trim()}`);
     });
     // Both run before the worktree goes, whichever fails; the plan's failure is the one to report.
-    const [plan, listed] = await Promise.allSettled([planned, refPrograms(tree, request.ref, signal)]);
+    const [plan, listed, read] = await Promise.allSettled([
+      planned,
+      refPrograms(tree, request.ref, signal),
+      refPipeline(tree, request.ref),
+    ]);
     if (plan.status === "rejected") throw plan.reason;
     if (listed.status === "rejected") throw listed.reason;
     const { plans, unplanned } = programPlans(tree, listed.value);
-    return { plans: [...readPlans(out), ...plans], unplanned };
+    return {
+      plans: [...readPlans(out), ...plans],
+      unplanned,
+      ...(read.status === "fulfilled" ? read.value : {}),
+    };
   } finally {
     await git(["worktree", "remove", "--force", tree]).catch(() => undefined);
   }
@@ -161,16 +190,22 @@ export async function planDiff(request: DiffRequest): Promise<string> {
     const [after, before] = [working.plans, ref.plans];
     const diff = diffPlans(before, after);
     const violations = await checkResources(after.flatMap((p) => p.resources));
+    const pipeline = validatePipeline(definition);
+    const oversight = await oversightChanges(
+      { before, after },
+      { before: ref.pipeline, after: pipeline, unread: ref.unread },
+    );
     return renderDiff(
       {
         base: { ref: request.ref, commit: sha },
+        oversight,
         diff,
         summary: reviewSummary(diff, before, after),
         violations,
         before,
         after,
         unplanned: working.unplanned,
-        stops: stopsOf(validatePipeline(definition)),
+        stops: stopsOf(pipeline),
       },
       request.format,
     );

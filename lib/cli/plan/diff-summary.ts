@@ -180,7 +180,7 @@ function relevantLines(change: ResourceChange, keys: Set<string>): string[] {
       const top = topKey(p.path);
       // The input itself, or the field of a nested block that decides it (a webhook's configuration.url).
       const leaf = p.path
-        .replace(/\[\d+\]/g, "")
+        .replace(/\[[^\]]*\]/g, "")
         .split(".")
         .pop()!;
       if (!keys.has(top) && !keys.has(leaf) && !(keys === privilegeKeys && isGrantingPath(p.path))) continue;

@@ -65,6 +65,33 @@ function asDocument(v: unknown): unknown {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
+/** The string at a dotted path of a document (`stageSelector.name`), or undefined. */
+function valueAt(doc: unknown, key: string): string | undefined {
+  let v: unknown = doc;
+  for (const k of key.split(".")) v = isMap(v) ? v[k] : undefined;
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+/** Fields that name an item of a list: its own, or the name of what it selects or refers to. */
+const NAMING_FIELDS = ["name", "key", "Sid", "id"];
+
+/**
+ * The field that names every item of both lists, distinct within each (a Kargo promotion policy's
+ * `stageSelector.name`, an argument's `name`, a statement's `Sid`), or undefined: such lists then compare
+ * item by item. The candidates are the naming fields, then each of them in a nested document.
+ */
+export function listKey(a: unknown[], b: unknown[]): string | undefined {
+  const items = [...a, ...b];
+  if (items.length === 0 || !items.every(isMap)) return undefined;
+  const nested = Object.keys(items[0] as Record<string, unknown>).flatMap((field) =>
+    NAMING_FIELDS.map((n) => `${field}.${n}`),
+  );
+  const distinct = (l: unknown[], key: string) => new Set(l.map((x) => valueAt(x, key))).size === l.length;
+  return [...NAMING_FIELDS, ...nested].find(
+    (key) => items.every((x) => valueAt(x, key) !== undefined) && distinct(a, key) && distinct(b, key),
+  );
+}
+
 /** Every leaf that differs between two input values, with its path (`spec.rules[0].cidrBlocks`). */
 export function propertyChanges(before: unknown, after: unknown, path = ""): PropertyChange[] {
   const a = asDocument(before);
@@ -76,7 +103,15 @@ export function propertyChanges(before: unknown, after: unknown, path = ""): Pro
     return keys.flatMap((k) => propertyChanges(a[k], b[k], at(k)));
   }
   // Lists of documents (rules, statements, containers) compare item by item; lists of plain values as a whole.
+  // Items that all carry a name are matched by it, so a reorder is no change and a change says which item.
   if (Array.isArray(a) && Array.isArray(b) && [...a, ...b].some((x) => typeof x === "object" && x !== null)) {
+    const key = listKey(a, b);
+    if (key) {
+      const byKey = (l: unknown[]) => new Map(l.map((x) => [valueAt(x, key)!, x]));
+      const [was, now] = [byKey(a), byKey(b)];
+      const keys = [...was.keys(), ...[...now.keys()].filter((k) => !was.has(k))];
+      return keys.flatMap((k) => propertyChanges(was.get(k), now.get(k), `${path}[${key}=${k}]`));
+    }
     return Array.from({ length: Math.max(a.length, b.length) }, (_, i) =>
       propertyChanges(a[i], b[i], `${path}[${i}]`),
     ).flat();

@@ -8,7 +8,7 @@ export interface PlanResource {
   urn: string;
   type: string;
   name: string;
-  provider: string | null;
+  provider?: string | null;
   inputs: Record<string, unknown>;
 }
 
