@@ -15,7 +15,8 @@ import { plannedRoles, plannedServiceAccounts } from "../lib/cli/plan/iam-roles"
 import { PLAN_ACCOUNT_ID } from "../lib/cli/plan/mocks";
 import { planChain } from "../lib/cli/plan/projects";
 import { updatePolicy } from "../lib/pipeline/access";
-import { isGate, programStages } from "../lib/pipeline/graph";
+import { isGate, programStages, runStages } from "../lib/pipeline/graph";
+import { stageSpec } from "../lib/pipeline/promotion";
 import { approvalOf, oversightOf } from "../lib/pipeline/oversight";
 import { approverRoles } from "../lib/pipeline/rbac";
 import { riskPolicy, type PipelineInput } from "../lib/pipeline/schema";
@@ -44,6 +45,22 @@ beforeAll(async () => {
 describe("the path's changes", () => {
   it("are none between a pipeline and itself", () => {
     expect(lines(definition, { ...definition })).toEqual([]);
+  });
+
+  it("are none, and no Stage changes, when only the order of stages' upstreams changes", () => {
+    const reordered: PipelineInput = {
+      ...definition,
+      stages: definition.stages.map((s) =>
+        Array.isArray(s.from) ? { ...s, from: [...s.from].reverse() } : s,
+      ),
+    };
+    expect(definition.stages.some((s) => Array.isArray(s.from) && s.from.length > 1)).toBe(true);
+    expect(lines(definition, reordered)).toEqual([]);
+    const specs = (p: PipelineInput) => {
+      const valid = validatePipeline(p);
+      return runStages(valid).map((s) => stageSpec(valid, s));
+    };
+    expect(specs(reordered)).toEqual(specs(definition));
   });
 
   it("say that no person stands between an environment and its upstream once its gates are removed", () => {

@@ -21,10 +21,14 @@ export const quoted = (expression: string) => `\${{ quote(${expression}) }}`;
 const freightCommit = (p: Pipeline) => quoted(`commitFrom("${p.source.repoURL}").ID`);
 
 function requestedFreight(s: RunStage): kargo.StageSpec["requestedFreight"] {
+  // Sorted: the upstreams are a set to Kargo (Any or All of them), so reordering `from` changes no manifest.
   const sources: kargo.StageSpec["requestedFreight"][number]["sources"] =
     s.from === "warehouse"
       ? { direct: true }
-      : { stages: upstreamOf(s), ...(s.requireAll ? { availabilityStrategy: "All" as const } : {}) };
+      : {
+          stages: [...upstreamOf(s)].sort(),
+          ...(s.requireAll ? { availabilityStrategy: "All" as const } : {}),
+        };
   return [{ origin: { kind: "Warehouse", name: names.warehouse }, sources }];
 }
 
