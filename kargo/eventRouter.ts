@@ -1,6 +1,6 @@
-// Kargo's own events routed by Argo Events (cluster-setup/addons/argoEvents.ts installs it, only with a
-// notification destination): an EventSource on the project's Events, one Sensor that announces new Freight
-// and promotions failing before any sync, and records who approved a stopped preview (lib/pipeline/events.ts),
+// Kargo's own events routed by Argo Events (cluster-setup/addons/argoEvents.ts installs it): an EventSource on
+// the project's Events, one Sensor that records who approved a stopped preview and, with a notification
+// destination, announces new Freight and promotions failing before any sync (lib/pipeline/events.ts),
 // the least RBAC each needs in the project's namespace, and the admission policy that keeps those records
 // the Sensor's alone.
 import * as k8s from "@pulumi/kubernetes";

@@ -16,6 +16,7 @@ import { kargoChart, KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
 import { EventRouter } from "./eventRouter";
+import { routedKinds } from "../lib/pipeline/events";
 import { pullRequestChecks, RepositoryRules, unguardedMain, type KargoGitIdentity } from "./repositoryRules";
 import { checkAgainstClusterSetup, clusterAccount, readClusterSetup } from "./upstream";
 import { AccountIdentities } from "./accounts";
@@ -126,9 +127,9 @@ export = async () => {
     kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
     argocdSubscriptions: setup.argocdSubscriptions,
   });
-  // Kargo's own events (new Freight, a promotion failing before any sync, a stopped preview's approval),
-  // routed by the Argo Events cluster-setup installs only with a notification destination.
-  if (setup.eventRouter)
+  // Kargo's own events (a stopped preview's approval, and with a destination new Freight and a promotion
+  // failing before any sync), routed by the Argo Events cluster-setup installs; nothing to route, no router.
+  if (setup.eventRouter && routedKinds(pipeline, setup.eventRouter).length > 0)
     new EventRouter(
       "kargo-events",
       {
