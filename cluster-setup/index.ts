@@ -37,7 +37,13 @@ const certManagerAddon = new HelmAddon(certManager, { provider, values: config.c
 // destinations configured; none configured, none sent, and the plan and `pulumi up` say so.
 const destinations: NotificationDestinations = {
   ...(config.notifySlackChannel && config.notifySlackToken
-    ? { slack: { channel: config.notifySlackChannel, token: config.notifySlackToken } }
+    ? {
+        slack: {
+          channel: config.notifySlackChannel,
+          token: config.notifySlackToken,
+          mentions: config.notifySlackMentions,
+        },
+      }
     : {}),
   ...(config.notifyWebhookUrl ? { webhook: { url: config.notifyWebhookUrl } } : {}),
 };
