@@ -129,7 +129,11 @@ export = async () => {
   });
   // Kargo's own events (a stopped preview's approval, and with a destination new Freight and a promotion
   // failing before any sync), routed by the Argo Events cluster-setup installs; nothing to route, no router.
-  if (setup.eventRouter && routedKinds(pipeline, setup.eventRouter).length > 0)
+  if (!setup.eventRouter)
+    pulumi.log.warn(
+      "cluster-setup exports no eventRouter (a stack from before Argo Events was always installed): who approves a stopped preview is not recorded; run pulumi up in cluster-setup, then here",
+    );
+  else if (routedKinds(pipeline, setup.eventRouter).length > 0)
     new EventRouter(
       "kargo-events",
       {
