@@ -50,8 +50,9 @@ export function firstGates(p: Pipeline): { gate: string; approvers: string[] }[]
 }
 
 /**
- * The update stages a stopped preview's Freight is approved for (`kargo approve --stage`): each protected
- * environment's update after a preview (notify.ts updateAfter, the stage the `preview-stopped` message names).
+ * The update stages a stopped preview's Freight is approved for (the `--stage` of the command a stop gives):
+ * each protected environment's update after a preview (notify.ts updateAfter, the stage the `preview-stopped`
+ * message names).
  */
 export function stopApprovalStages(p: Pipeline): ProgramStage[] {
   const stages = programStages(p)
