@@ -134,18 +134,15 @@ export = async () => {
       "cluster-setup exports no eventRouter (a stack from before Argo Events was always installed): who approves a stopped preview is not recorded; run pulumi up in cluster-setup, then here",
     );
   else if (routedKinds(pipeline, setup.eventRouter).length > 0)
-    new EventRouter(
-      "kargo-events",
-      {
-        provider,
-        pipeline,
-        router: setup.eventRouter,
-        webhookUrl: setup.eventRouterWebhookUrl,
-        kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
-        kargoNamespace: kargoChart.namespace,
-      },
-      { dependsOn: [promotion] },
-    );
+    new EventRouter("kargo-events", {
+      provider,
+      pipeline,
+      router: setup.eventRouter,
+      webhookUrl: setup.eventRouterWebhookUrl,
+      kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
+      kargoNamespace: kargoChart.namespace,
+      projectNamespace: promotion.namespace,
+    });
   if (!config.gitReadToken)
     pulumi.log.warn(
       "kargo:gitReadToken is not set: Argo CD and PKO get the push token (gitToken), though they only read",
