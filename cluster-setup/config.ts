@@ -8,9 +8,21 @@ import { pipeline } from "../kargo/pipeline";
 import { escalation, grantableVerbs } from "./escalation";
 import { accountOf } from "../lib/pipeline/accounts";
 import { ACCOUNT_ID } from "../lib/pipeline/check-accounts";
-import { MAX_ENVIRONMENTS } from "../lib/pipeline/schema";
+import { MAX_ENVIRONMENTS, riskPolicy } from "../lib/pipeline/schema";
 
 export { escalation, grantableVerbs } from "./escalation";
+
+/** A Slack mention as its API writes one: a user group's or a user's (api.slack.com, formatting). */
+const slackMention = /^<!subteam\^[A-Z0-9]{6,32}>$|^<@[UW][A-Z0-9]{6,32}>$/;
+
+/** The groups that decide some environment's stops, in the pipeline's order. */
+const decidingGroups = () => [
+  ...new Set(
+    Object.values(pipeline.environments).flatMap(
+      (env) => riskPolicy(env as Parameters<typeof riskPolicy>[0]).deciders,
+    ),
+  ),
+];
 
 /** Words Cognito refuses anywhere in a hosted-UI domain prefix (CreateUserPoolDomain). */
 export const reservedDomainWords = ["aws", "amazon", "cognito"] as const;
@@ -174,6 +186,23 @@ export const clusterSetupConfigSchema = z
         .max(2000, "must be at most 2000 characters")
         .regex(/^https:\/\/[^\s/?#]+[^\s]*$/, "must be an https:// URL"),
     ),
+    // Whom Slack notifies of a stop: each group that decides stops (kargo/pipeline.ts deciders) to its Slack
+    // user group or user, written into the stop's message unescaped, so only a mention's exact form passes.
+    notifySlackMentions: z
+      .record(
+        z.string(),
+        z
+          .string()
+          .regex(
+            slackMention,
+            "must be a Slack user group mention (<!subteam^S0123ABCD>) or a user mention (<@U0123ABCD>)",
+          ),
+        {
+          error:
+            'must map a group that decides stops to its Slack mention: {"security-approvers": "<!subteam^S0123ABCD>"}',
+        },
+      )
+      .default({}),
   })
   .superRefine((c, ctx) => {
     for (const [key, other, what] of [
@@ -187,6 +216,20 @@ export const clusterSetupConfigSchema = z
           message: `must be set with cluster-setup:${key}: ${what}${other === "notifySlackToken" ? " (pulumi config set --secret notifySlackToken xoxb-...)" : ""}`,
         });
     }
+    const deciders = decidingGroups();
+    for (const group of Object.keys(c.notifySlackMentions))
+      if (!deciders.includes(group))
+        ctx.addIssue({
+          code: "custom",
+          path: ["notifySlackMentions", group],
+          message: `"${group}" decides no stop in kargo/pipeline.ts; allowed: ${deciders.join(", ") || "none (no environment stops)"}`,
+        });
+    if (Object.keys(c.notifySlackMentions).length > 0 && c.notifySlackChannel === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["notifySlackChannel"],
+        message: "must be set with cluster-setup:notifySlackMentions: the channel the mentions are made in",
+      });
     if (c.cognitoApproverGroups.includes(c.cognitoAdminGroup)) {
       ctx.addIssue({
         code: "custom",

@@ -37,20 +37,29 @@ const certManagerAddon = new HelmAddon(certManager, { provider, values: config.c
 // destinations configured; none configured, none sent, and the plan and `pulumi up` say so.
 const destinations: NotificationDestinations = {
   ...(config.notifySlackChannel && config.notifySlackToken
-    ? { slack: { channel: config.notifySlackChannel, token: config.notifySlackToken } }
+    ? {
+        slack: {
+          channel: config.notifySlackChannel,
+          token: config.notifySlackToken,
+          mentions: config.notifySlackMentions,
+        },
+      }
     : {}),
   ...(config.notifyWebhookUrl ? { webhook: { url: config.notifyWebhookUrl } } : {}),
 };
 const notificationValues = rolloutsNotificationValues(destinations);
 if (!notificationValues)
   pulumi.log.warn(
-    "cluster-setup:notifySlackChannel is not set: notifications are off, nothing is sent and no event router is installed (set it with notifySlackToken, or set notifyWebhookUrl)",
+    "cluster-setup:notifySlackChannel is not set: notifications are off and nothing is sent; the event router only records who approved each stopped preview (set it with notifySlackToken, or set notifyWebhookUrl)",
   );
 // Kargo's own events (new Freight, a promotion failing before any sync, a stopped preview's approval), which
-// only Kubernetes Events record, are routed by Argo Events: installed only with a destination.
-const argoEventsAddon = notificationValues
-  ? new ArgoEvents("argo-events", { provider, destinations, values: config.argoEventsValues })
-  : undefined;
+// only Kubernetes Events record (an hour), are routed by Argo Events: always installed, as the record of who
+// approved a stopped preview must not depend on a destination; its messages only with one.
+const argoEventsAddon = new ArgoEvents("argo-events", {
+  provider,
+  destinations,
+  values: config.argoEventsValues,
+});
 const argoRolloutsAddon = new HelmAddon(
   notificationValues
     ? { ...argoRollouts, values: mergeValues(argoRollouts.values, { notifications: notificationValues }) }
@@ -167,8 +176,7 @@ export const notifications = notificationSummary(destinations);
 // The annotations kargo puts on each stage's Application to subscribe it to Argo CD's notifications; none
 // without a destination.
 export const argocdSubscriptions = argoCdSubscriptions(destinations);
-// Where kargo declares the EventSource and Sensor of Kargo's events (null: no destination, no router), and
-// the webhook's URL (a secret), which Argo Events' http trigger reads from the Sensor's spec.
-export const eventRouter = argoEventsAddon?.router ?? null;
-export const eventRouterWebhookUrl =
-  argoEventsAddon && config.notifyWebhookUrl ? pulumi.secret(config.notifyWebhookUrl) : null;
+// Where kargo declares the EventSource and Sensor of Kargo's events, and the webhook's URL (a secret; null
+// without one), which Argo Events' http trigger reads from the Sensor's spec.
+export const eventRouter = argoEventsAddon.router;
+export const eventRouterWebhookUrl = config.notifyWebhookUrl ? pulumi.secret(config.notifyWebhookUrl) : null;

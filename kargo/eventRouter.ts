@@ -1,6 +1,6 @@
-// Kargo's own events routed by Argo Events (cluster-setup/addons/argoEvents.ts installs it, only with a
-// notification destination): an EventSource on the project's Events, one Sensor that announces new Freight
-// and promotions failing before any sync, and records who approved a stopped preview (lib/pipeline/events.ts),
+// Kargo's own events routed by Argo Events (cluster-setup/addons/argoEvents.ts installs it): an EventSource on
+// the project's Events, one Sensor that records who approved a stopped preview and, with a notification
+// destination, announces new Freight and promotions failing before any sync (lib/pipeline/events.ts),
 // the least RBAC each needs in the project's namespace, and the admission policy that keeps those records
 // the Sensor's alone.
 import * as k8s from "@pulumi/kubernetes";
@@ -30,6 +30,11 @@ export interface EventRouterArgs {
   kargoProjectUrl: pulumi.Input<string>;
   /** Kargo's namespace: its API and webhooks server's ServiceAccounts alone record approvals. */
   kargoNamespace: string;
+  /**
+   * The project's namespace, as the Kargo Project that creates it outputs it: the router's Roles wait for it
+   * alone (a dependency on the whole promotion pipeline would be one on each of its thousands of resources).
+   */
+  projectNamespace: pulumi.Input<string>;
 }
 
 export class EventRouter extends pulumi.ComponentResource {
@@ -46,13 +51,13 @@ export class EventRouter extends pulumi.ComponentResource {
     const grant = (id: string, accountName: string, rules: k8s.types.input.rbac.v1.PolicyRule[]) => {
       const role = new k8s.rbac.v1.Role(
         `${name}-${id}`,
-        { metadata: { name: accountName, namespace: p.project }, rules },
+        { metadata: { name: accountName, namespace: args.projectNamespace }, rules },
         o,
       );
       new k8s.rbac.v1.RoleBinding(
         `${name}-${id}`,
         {
-          metadata: { name: accountName, namespace: p.project },
+          metadata: { name: accountName, namespace: args.projectNamespace },
           roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name },
           subjects: [{ kind: "ServiceAccount", name: accountName, namespace }],
         },

@@ -17,6 +17,7 @@ import { kargoChart, KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
 import { EventRouter } from "./eventRouter";
+import { routedKinds } from "../lib/pipeline/events";
 import { pullRequestChecks, RepositoryRules, unguardedMain, type KargoGitIdentity } from "./repositoryRules";
 import { checkAgainstClusterSetup, clusterAccount, readClusterSetup } from "./upstream";
 import { AccountIdentities } from "./accounts";
@@ -135,21 +136,22 @@ export = async () => {
     kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
     argocdSubscriptions: setup.argocdSubscriptions,
   });
-  // Kargo's own events (new Freight, a promotion failing before any sync, a stopped preview's approval),
-  // routed by the Argo Events cluster-setup installs only with a notification destination.
-  if (setup.eventRouter)
-    new EventRouter(
-      "kargo-events",
-      {
-        provider,
-        pipeline,
-        router: setup.eventRouter,
-        webhookUrl: setup.eventRouterWebhookUrl,
-        kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
-        kargoNamespace: kargoChart.namespace,
-      },
-      { dependsOn: [promotion] },
+  // Kargo's own events (a stopped preview's approval, and with a destination new Freight and a promotion
+  // failing before any sync), routed by the Argo Events cluster-setup installs; nothing to route, no router.
+  if (!setup.eventRouter)
+    pulumi.log.warn(
+      "cluster-setup exports no eventRouter (a stack from before Argo Events was always installed): who approves a stopped preview is not recorded; run pulumi up in cluster-setup, then here",
     );
+  else if (routedKinds(pipeline, setup.eventRouter).length > 0)
+    new EventRouter("kargo-events", {
+      provider,
+      pipeline,
+      router: setup.eventRouter,
+      webhookUrl: setup.eventRouterWebhookUrl,
+      kargoProjectUrl: pulumi.interpolate`https://${install.host}/project/${pipeline.project}`,
+      kargoNamespace: kargoChart.namespace,
+      projectNamespace: promotion.namespace,
+    });
   if (!config.gitReadToken)
     pulumi.log.warn(
       "kargo:gitReadToken is not set: Argo CD and PKO get the push token (gitToken), though they only read",

@@ -56,7 +56,7 @@ export interface ClusterSetup {
   argocdProject: string;
   /** Annotations subscribing each stage's Application to Argo CD's notifications; empty without a destination. */
   argocdSubscriptions: Record<string, string>;
-  /** Argo Events for Kargo's events; undefined without a destination (or from a cluster-setup before it). */
+  /** Argo Events for Kargo's events; undefined only from a cluster-setup from before it was always installed. */
   eventRouter?: EventRouterOutput;
   /** The webhook's URL, a secret, when the router has one. */
   eventRouterWebhookUrl?: pulumi.Output<string>;
@@ -112,7 +112,7 @@ export async function readClusterSetup(stackName: string): Promise<ClusterSetup>
   };
 }
 
-/** Optional: none without a destination, and none from a cluster-setup from before Argo Events. */
+/** Optional: none from a cluster-setup from before Argo Events was always installed. */
 async function eventRouterOf(ref: pulumi.StackReference) {
   const router = (await ref.getOutputDetails("eventRouter")).value as EventRouterOutput | null | undefined;
   if (!router) return {};

@@ -133,8 +133,8 @@ const charts: Record<string, Component[]> = {
     { name: "argo-rollouts", kind: "Deployment", path: "controller", replicas: "controller.replicas" },
     { name: "argo-rollouts-dashboard", kind: "Deployment", path: "dashboard", enabled: "dashboard.enabled" },
   ],
-  // argo-helm argo-events 2.4.22, installed only with a notification destination (its EventBus, EventSource
-  // and Sensor pods are the controller's, not the chart's: docs/capacity-and-cost.md states them)
+  // argo-helm argo-events 2.4.22, always installed (its EventBus, EventSource and Sensor pods are the
+  // controller's, not the chart's: lib/cli/plan/capacity.ts counts them from the planned objects)
   "argo-events": [
     {
       name: "argo-events-controller-manager",

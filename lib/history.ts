@@ -4,7 +4,7 @@
 import { spawnSync } from "node:child_process";
 import { z } from "zod";
 import { programStages, type ProgramStage } from "./pipeline/graph";
-import { stageBranch } from "./pipeline/names";
+import { stageBranch, stageBranchPrefix } from "./pipeline/names";
 import { recordTrailer } from "./pipeline/promotion";
 import type { Pipeline } from "./pipeline/schema";
 
@@ -160,23 +160,55 @@ export function formatHistory(environment: string, entries: HistoryEntry[]): str
   return `${blocks.join("\n\n")}\n`;
 }
 
+/** A git command's result; throws, saying so, when git itself could not run. */
+function runGit(args: string[]) {
+  const r = spawnSync("git", args, { encoding: "utf8", maxBuffer: 256 << 20 });
+  if (r.error) throw new Error(`git did not run (${r.error.message}): install git, or put it on PATH`);
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr.trim().split("\n")[0] ?? "" };
+}
+
+/**
+ * What to run so that `<refPrefix>stage/*` holds the stage branches: a fetch of them from the remote the
+ * prefix names (a clone of one branch, as CI checks out, fetched none; only Kargo pushes them).
+ */
+export const fetchCommand = (repository: string, remote: string) =>
+  `git -C ${repository} fetch ${remote} 'refs/heads/${stageBranchPrefix}*:refs/remotes/${remote}/${stageBranchPrefix}*'`;
+
 /**
  * A branch's commits from a git repository, newest first (first parent: the branch's own line); undefined
- * when `<refPrefix><branch>` does not exist.
+ * when `<refPrefix><branch>` does not exist. Before any branch is read it refuses, saying what to run, a
+ * directory that is no git repository, a remote the prefix names that the clone lacks, and a prefix under
+ * which no stage branch exists at all: each would otherwise read as an environment never promoted.
  */
 export function gitLog(repository: string, refPrefix: string) {
+  const inRepo = (...args: string[]) => runGit(["-C", repository, ...args]);
+  const repo = inRepo("rev-parse", "--git-dir");
+  if (repo.status !== 0)
+    throw new Error(
+      `${repository} is not a git repository (git: ${repo.stderr}): run it in a clone of the repository, or name one with --repository DIR`,
+    );
+  const remote = /^refs\/remotes\/([^/]+)\/$/.exec(refPrefix)?.[1];
+  if (remote && inRepo("remote", "get-url", remote).status !== 0)
+    throw new Error(
+      `the clone at ${repository} has no remote "${remote}" (git remote -v lists its remotes): add it with git remote add ${remote} <the repository's URL> and fetch, or read another remote's with --ref-prefix refs/remotes/<remote>/`,
+    );
+  const under = `${refPrefix}${stageBranchPrefix}`;
+  const any = inRepo("for-each-ref", "--count=1", "--format=%(refname)", under);
+  if (any.status !== 0) throw new Error(`git for-each-ref ${under}: ${any.stderr}`);
+  if (any.stdout.trim() === "")
+    throw new Error(
+      remote
+        ? `no stage branch under ${under} in ${repository}: they were never fetched; run ${fetchCommand(repository, remote)}`
+        : `no stage branch under ${under} in ${repository}: Kargo pushes them to the remote; fetch them (${fetchCommand(repository, "origin")}) and read refs/remotes/origin/, the default`,
+    );
   return (branch: string): BranchCommit[] | undefined => {
     const ref = `${refPrefix}${branch}`;
-    const exists = spawnSync("git", ["-C", repository, "rev-parse", "--verify", "--quiet", ref], {
-      encoding: "utf8",
-    });
-    if (exists.status !== 0) return undefined;
-    const out = spawnSync(
-      "git",
-      ["-C", repository, "log", "--first-parent", "-z", "--format=%H%x1f%cI%x1f%P%x1f%B", ref],
-      { encoding: "utf8", maxBuffer: 256 << 20 },
-    );
-    if (out.status !== 0) throw new Error(`git log ${ref}: ${out.stderr.trim()}`);
+    const exists = inRepo("rev-parse", "--verify", "--quiet", ref);
+    // 1 with --quiet: no such ref; anything else is git failing.
+    if (exists.status === 1) return undefined;
+    if (exists.status !== 0) throw new Error(`git rev-parse ${ref}: ${exists.stderr}`);
+    const out = inRepo("log", "--first-parent", "-z", "--format=%H%x1f%cI%x1f%P%x1f%B", ref);
+    if (out.status !== 0) throw new Error(`git log ${ref}: ${out.stderr}`);
     return out.stdout
       .split("\0")
       .filter((c) => c.trim() !== "")

@@ -23,7 +23,7 @@ describe("cluster-setup project", () => {
     [cluster, plan] = (await planChain({ project: "cluster-setup" })) as [ProgramPlan, ProgramPlan];
   });
 
-  it("installs the five add-ons from pinned charts at the versions we pin", () => {
+  it("installs the six add-ons from pinned charts at the versions we pin", () => {
     const releases = Object.fromEntries(
       ofType(plan, "kubernetes:helm.sh/v3:Release").map((r) => [
         r.name,
@@ -48,6 +48,12 @@ describe("cluster-setup project", () => {
         repo: undefined,
       },
       karpenter: { chart: "oci://public.ecr.aws/karpenter/karpenter", version: "1.15.1", repo: undefined },
+      // Always, without a notification destination too: it records who approves each stopped preview.
+      "argo-events": {
+        chart: "argo-events",
+        version: "2.4.22",
+        repo: "https://argoproj.github.io/argo-helm",
+      },
     });
   });
 

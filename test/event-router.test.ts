@@ -15,6 +15,7 @@ import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import {
   activeKinds,
   eventKinds,
+  routedKinds,
   firstGates,
   sensorAccount,
   sensorName,
@@ -59,13 +60,47 @@ const release = (plan: Awaited<ReturnType<typeof planBoth>>["setup"], chart: str
 describe("Kargo's events routed by Argo Events", () => {
   const pipeline = validatePipeline(definition);
 
-  it("installs nothing without a destination, and the plan says so", async () => {
+  it("without a destination installs the router to record stop approvals only, and the plan says so", async () => {
     const { setup, setupObjects, kargoObjects } = await planBoth({});
-    expect(release(setup, argoEvents.chart)).toBeUndefined();
-    expect(setupObjects.filter((o) => o.kind === "EventBus")).toEqual([]);
-    expect(kargoObjects.filter((o) => ["EventSource", "Sensor"].includes(o.kind))).toEqual([]);
-    expect(setup.outputs.eventRouter).toBeNull();
+    expect(release(setup, argoEvents.chart)).toBeDefined();
+    expect(setupObjects.filter((o) => o.kind === "EventBus").map((o) => o.metadata.name)).toEqual([
+      eventBusName,
+    ]);
+    expect(setup.outputs.eventRouter).toEqual({
+      namespace: argoEvents.namespace,
+      eventBus: eventBusName,
+      webhook: false,
+    });
+    expect(setup.outputs.eventRouterWebhookUrl).toBeNull();
     expect(setup.outputs.notifications).toMatch(/^off, nothing is sent/);
+    // No Slack token Secret, no message trigger: only the record of each stopped preview's approval.
+    expect(setupObjects.filter((o) => o.metadata.name === eventRouterSecret)).toEqual([]);
+    const sensor = kargoObjects.find((o) => o.kind === "Sensor")!.spec as {
+      dependencies: { name: string }[];
+      triggers: { template: { name: string; k8s?: unknown } }[];
+    };
+    const records = stopApprovalStages(pipeline).length > 0;
+    expect(sensor.dependencies.map((d) => d.name)).toEqual(records ? ["stop-approved"] : []);
+    expect(sensor.triggers.map((t) => t.template.name)).toEqual(records ? ["record-stop-approval"] : []);
+    expect(sensor.triggers.every((t) => t.template.k8s !== undefined)).toBe(true);
+    expect(kargoObjects.filter((o) => o.kind === "EventSource")).toHaveLength(1);
+  });
+
+  it("declares no EventSource or Sensor when there is nothing to route", () => {
+    // A pipeline whose previews never stop, with no destination: nothing to record nor to send.
+    const quiet = validatePipeline({
+      ...definition,
+      environments: Object.fromEntries(
+        Object.entries(definition.environments).map(([name, env]) => [
+          name,
+          { ...env, stopOn: [], stopEveryPreview: false, deciders: undefined, protected: undefined },
+        ]),
+      ),
+    });
+    expect(stopApprovalStages(quiet)).toEqual([]);
+    expect(routedKinds(quiet, { webhook: false })).toEqual([]);
+    expect(routedKinds(quiet, { webhook: true })).toEqual(activeKinds(quiet));
+    expect(routedKinds(pipeline, { webhook: false })).toEqual(["stop-approved"]);
   });
 
   it("installs the pinned chart with our defaults and the user's values merged over them", async () => {
@@ -183,9 +218,8 @@ describe("Kargo's events routed by Argo Events", () => {
 });
 
 describe("what Argo Events adds to the nodes", () => {
-  it("is what docs/capacity-and-cost.md states: its pods and their requests, from the plan", async () => {
-    // Slack alone: the Sensor's spec is readable in the plan (with a webhook it is a secret).
-    const both = await planBoth(slack);
+  it("is in the capacity figures with the default configuration: its pods and their requests, from the plan", async () => {
+    const both = await planBoth({});
     const { setup, setupObjects, kargoObjects } = both;
     const requests: { cpu?: string; memory?: string }[] = [];
     const values = release(setup, argoEvents.chart)!.inputs.values as {
@@ -212,12 +246,20 @@ describe("what Argo Events adds to the nodes", () => {
     const doc = fs
       .readFileSync(path.join(repoRoot, "docs", "capacity-and-cost.md"), "utf8")
       .replace(/\s+/g, " ");
-    expect(doc).toContain(`${pods} more pods`);
+    expect(doc).toContain(`Its ${pods} pods (its controller`);
     expect(doc).toContain(`requesting ${cpu}m CPU and ${memory} MiB together`);
-    // The capacity figures know the chart's own pod: a fork's docs with a destination still plan.
-    const controller = plannedCapacity(both.plans, validatePipeline(definition)).groups.find(
+    // The capacity table counts every one of them (test/capacity.test.ts holds the table to the figures).
+    const counted = plannedCapacity(both.plans, validatePipeline(definition)).groups.filter(
       (g) => g.owner === argoEvents.name,
     );
-    expect(controller).toMatchObject({ replicas: values.controller.replicas, kind: "Deployment" });
+    expect(counted.reduce((n, g) => n + g.replicas, 0)).toBe(pods);
+    expect(counted.reduce((n, g) => n + g.replicas * g.requests.cpu, 0)).toBe(cpu);
+    expect(counted.reduce((n, g) => n + g.replicas * g.requests.memory, 0)).toBe(memory);
+    // With a webhook the Sensor's spec is a secret in the plan: its pod is still counted, at our requests.
+    const hidden = await planBoth(webhook);
+    const withWebhook = plannedCapacity(hidden.plans, validatePipeline(definition)).groups.filter(
+      (g) => g.owner === argoEvents.name,
+    );
+    expect(withWebhook).toEqual(counted);
   });
 });

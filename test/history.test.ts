@@ -164,7 +164,9 @@ describe("npm run history", () => {
   });
 
   it("names the environments there are when given another, and says when nothing is on record", () => {
-    const dir = repository([]);
+    // Stage branches of another environment only: this one was never promoted.
+    const other = programStages(pipeline).find((s) => s.environment !== environment)!;
+    const dir = repository([{ stage: other.name, freight: "9".repeat(40), by: [] }]);
     expect(() => environmentHistory(pipeline, "nope", gitLog(dir, "refs/heads/"))).toThrow(
       new RegExp(
         `environment "nope" is not in kargo/pipeline.ts; allowed: ${Object.keys(pipeline.environments).join(", ")}`,
@@ -173,5 +175,79 @@ describe("npm run history", () => {
     expect(
       formatHistory(environment, environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"))),
     ).toMatch(/no promotion on record/);
+  });
+});
+
+describe("npm run history refuses what would read as nothing on record", () => {
+  const origin = "refs/remotes/origin/";
+  const fetch = `git -C DIR fetch origin 'refs/heads/${stageBranch("")}*:refs/remotes/origin/${stageBranch("")}*'`;
+
+  it("a directory that is missing or no git repository, saying to run it in a clone", () => {
+    const missing = path.join(os.tmpdir(), `history-missing-${process.pid}`);
+    expect(() => gitLog(missing, origin)).toThrow(
+      new RegExp(`^${missing} is not a git repository \\(git: .+\\): run it in a clone of the repository`),
+    );
+    const plain = fs.mkdtempSync(path.join(os.tmpdir(), "history-plain-"));
+    // Inside no repository above it either (a temporary directory, with git told not to look further).
+    process.env.GIT_CEILING_DIRECTORIES = path.dirname(plain);
+    try {
+      expect(() => gitLog(plain, origin)).toThrow(/is not a git repository/);
+    } finally {
+      delete process.env.GIT_CEILING_DIRECTORIES;
+    }
+  });
+
+  it("a clone without the remote the prefix names, and one whose stage branches were never fetched", () => {
+    const dir = repository([]);
+    expect(() => gitLog(dir, origin)).toThrow(`the clone at ${dir} has no remote "origin"`);
+    const upstream = repository([
+      { stage: programStages(pipeline)[0]!.name, freight: "1".repeat(40), by: [] },
+    ]);
+    git(dir, "remote", "add", "origin", upstream);
+    // A clone of main alone (as CI checks out): the remote is there, its stage branches are not.
+    expect(() => gitLog(dir, origin)).toThrow(
+      `no stage branch under ${origin}${stageBranch("")} in ${dir}: they were never fetched; run ${fetch.replace("DIR", dir)}`,
+    );
+    // What the message says to run makes it read.
+    const said = fetch.replace("DIR", dir);
+    const r = spawnSync("sh", ["-c", said], { encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    expect(gitLog(dir, origin)(stageBranch(programStages(pipeline)[0]!.name))).toHaveLength(2);
+    // No stage branch under another prefix: where Kargo pushes them, and what to fetch.
+    expect(() => gitLog(dir, "refs/heads/")).toThrow(
+      /no stage branch under refs\/heads\/stage\/ .*fetch them/,
+    );
+  });
+
+  it("git failing: not installed, or a stage branch it cannot read", () => {
+    const dir = repository([{ stage: programStages(pipeline)[0]!.name, freight: "2".repeat(40), by: [] }]);
+    const PATH = process.env.PATH;
+    process.env.PATH = path.join(dir, "no-such-bin");
+    try {
+      expect(() => gitLog(dir, "refs/heads/")).toThrow(/^git did not run \(.*ENOENT.*\): install git/);
+    } finally {
+      process.env.PATH = PATH;
+    }
+    // A stage branch naming an object the repository does not hold.
+    const stage = programStages(pipeline)[0]!.name;
+    const log = gitLog(dir, "refs/heads/");
+    const ref = path.join(dir, ".git", "refs", "heads", stageBranch(stage));
+    fs.writeFileSync(ref, `${"0".repeat(40)}\n`);
+    expect(() => log(stageBranch(stage))).toThrow(
+      new RegExp(`^git log refs/heads/${stageBranch(stage)}: fatal: `),
+    );
+  });
+
+  it("exits non-zero with the reason on stderr (the command, on a missing repository)", () => {
+    const environment = Object.keys(pipeline.environments)[0]!;
+    const missing = path.join(os.tmpdir(), `history-missing-${process.pid}`);
+    const r = spawnSync(
+      process.execPath,
+      ["--import", "tsx", "lib/cli/history.ts", environment, "--repository", missing],
+      { encoding: "utf8", cwd: path.join(__dirname, "..") },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(new RegExp(`^history: ${missing} is not a git repository`));
   });
 });

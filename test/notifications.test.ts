@@ -6,7 +6,9 @@ import {
   notificationTriggers,
   notificationTemplates,
   secretKeys,
+  stopOpening,
 } from "../cluster-setup/addons/notifications";
+import { decision } from "../kargo/verification/run-message.mjs";
 import { pipeline as definition } from "../kargo/pipeline";
 import { programStages } from "../lib/pipeline/graph";
 import { notifyKeys, verificationNotice } from "../lib/pipeline/notify";
@@ -17,6 +19,16 @@ import { planError, planProject } from "./helpers";
 
 const release = (plan: Awaited<ReturnType<typeof planProject>>, chart: string) =>
   plan.resources.find((r) => r.type === "kubernetes:helm.sh/v3:Release" && r.inputs.chart === chart)!;
+
+const slack = {
+  "cluster-setup:notifySlackChannel": "#infra-changes",
+  "cluster-setup:notifySlackToken": "xoxb-1234567890",
+};
+// The groups that decide some environment's stops, from the definition.
+const deciders = [
+  ...new Set(Object.values(validatePipeline(definition).environments).flatMap((e) => riskPolicy(e).deciders)),
+];
+const decider = deciders[0]!;
 
 describe("notification destinations (cluster-setup)", () => {
   it.each([
@@ -46,6 +58,35 @@ describe("notification destinations (cluster-setup)", () => {
       { "cluster-setup:notifyWebhookUrl": "http://hooks.example.com/x" },
       ["cluster-setup:notifyWebhookUrl"],
       /cluster-setup:notifyWebhookUrl: must be an https:\/\/ URL/,
+    ],
+    [
+      "a mention that is not one (Slack would read <!channel> as one to everybody)",
+      { ...slack, "cluster-setup:notifySlackMentions": { [decider]: "<!channel>" } },
+      ["cluster-setup:notifySlackToken"],
+      new RegExp(`cluster-setup:notifySlackMentions \\(at ${decider}\\): must be a Slack user group mention`),
+    ],
+    [
+      "a mention for a group that decides no stop",
+      { ...slack, "cluster-setup:notifySlackMentions": { "no-such-group": "<!subteam^S0123ABCD>" } },
+      ["cluster-setup:notifySlackToken"],
+      new RegExp(
+        `cluster-setup:notifySlackMentions \\(at no-such-group\\): "no-such-group" decides no stop in kargo/pipeline.ts; allowed: ${deciders.join(", ")}`,
+      ),
+    ],
+    [
+      "mentions that are not a map",
+      { ...slack, "cluster-setup:notifySlackMentions": ["<!subteam^S0123ABCD>"] },
+      ["cluster-setup:notifySlackToken"],
+      /cluster-setup:notifySlackMentions: must map a group that decides stops to its Slack mention/,
+    ],
+    [
+      "mentions without a Slack channel",
+      {
+        "cluster-setup:notifyWebhookUrl": "https://hooks.example.com/x",
+        "cluster-setup:notifySlackMentions": { [decider]: "<!subteam^S0123ABCD>" },
+      },
+      ["cluster-setup:notifyWebhookUrl"],
+      /cluster-setup:notifySlackChannel: must be set with cluster-setup:notifySlackMentions/,
     ],
     [
       "a webhook URL set in the clear",
@@ -135,5 +176,36 @@ describe("what each stage's verification runs carry for the messages", () => {
           `${g.name} (${g.kind === "gate" ? g.approvers.join(", ") : ""})`,
         );
     }
+  });
+});
+
+describe("a stop told from a failure", () => {
+  // The run's message as Argo Rollouts ends it with the Job's reason (argo-rollouts v1.9.0 analysis.go).
+  const runMessage = (reason: string) =>
+    `Metric "pulumi-preview" assessed Failed due to failed (1) > failureLimit (0): "Error Message: ${reason}"`;
+  const isStop = (message: string) => new RegExp(stopOpening).test(message);
+  const facts = {
+    project: "infra",
+    freight: "0123456789abcdef0123456789abcdef01234567",
+    deciders: ["security-approvers"],
+    approveStage: "qa-bucket",
+  };
+
+  it("by the opening the Job writes for a stop, and by nothing a failure's reason can hold", () => {
+    const { opening, command } = decision(facts);
+    expect(isStop(runMessage(`${opening}\n${command}\nthe preview of …`))).toBe(true);
+    const forged = runMessage(`Freight ${facts.freight} waits for a decision of x`);
+    for (const failure of [
+      "the preview of 4f1c2b9e8d7a on org/app/qa failed",
+      `Pulumi Cloud gave no usable answer 7 times in a row; last: ${forged}`,
+      `no succeeded preview within 15m; ${opening}`,
+    ])
+      expect(isStop(runMessage(failure)), failure).toBe(false);
+    // The trigger sends the stop's message only then, and a failure's otherwise (the Go harness runs it).
+    const failed = notificationTriggers["on-analysis-run-failed"]!;
+    expect(failed.find((c) => c.send.includes("preview-stopped"))!.when).toContain(
+      `matches ${JSON.stringify(stopOpening)}`,
+    );
+    expect(failed.find((c) => c.send.includes("verification-failed"))!.when).toMatch(/^.+ && !\(.+\)$/);
   });
 });

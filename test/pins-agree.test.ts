@@ -90,11 +90,12 @@ function components(): Component[] {
       versionsRow: "Argo Rollouts",
     },
     {
-      // Its CRDs are not among ../shared/crds: no sources.ts tag and no VERSIONS.md row.
+      // Its CRDs come from its Go module, not ../shared/crds: no VERSIONS.md row.
       name: "Argo Events",
       chart: [chartSide("cluster-setup/addons/argoEvents.ts", argoEvents)],
       app: [
         side("cluster-setup/addons/argoEvents.ts argoEventsVersion", argoEventsVersion),
+        sourcesSide("argoEvents"),
         ...goModule("github.com/argoproj/argo-events"),
       ],
       docs: /\bArgo Events v?(\d+\.\d+(?:\.\d+)?)\b/g,

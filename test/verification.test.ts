@@ -140,6 +140,8 @@ it("hands each Job the stage's stack and the pipeline's settings in its env, and
         COMMIT: "{{args.commit}}",
         OPERATION: kind,
         PULUMI_CONSOLE_URL: "{{args.console-url}}",
+        // The project a stop's `kargo approve` names: the pipeline's, whose namespace holds the Freight.
+        KARGO_PROJECT: pipeline.project,
         // A preview's stop: its stage's policy (test/risk-stops.test.ts).
         ...(kind === "preview"
           ? {

@@ -11,7 +11,8 @@ import { notifyKeys } from "../../lib/pipeline/notify";
 
 /** Where messages go: a Slack channel (with a bot token) and a generic webhook; each optional, secrets secret. */
 export interface NotificationDestinations {
-  slack?: { channel: string; token: pulumi.Input<string> };
+  /** `mentions`: each deciding group's Slack mention (cluster-setup:notifySlackMentions), validated. */
+  slack?: { channel: string; token: pulumi.Input<string>; mentions?: Record<string, string> };
   webhook?: { url: pulumi.Input<string> };
 }
 
@@ -38,7 +39,16 @@ export const yaml = (value: unknown) => YAML.stringify(value, { lineWidth: 0 });
 const annotation = (key: string) => `rollout.metadata.annotations?.[${JSON.stringify(key)}]`;
 const kind = annotation(notifyKeys.kind);
 const isProtected = `${annotation(notifyKeys.protected)} == "true"`;
-const stopped = `${kind} == "preview" && ${isProtected}`;
+/**
+ * A stop, told from a failure by what the Job wrote (kargo/verification/run-message.mjs decision): Argo
+ * Rollouts ends the run's message with `"Error Message: <the Job's reason>"` (argo-rollouts v1.9.0
+ * analysis/analysis.go, assessRunStatus), and only a stop's reason opens with the Freight waiting for a
+ * decision; anchored, so no text inside another reason can pass for one. A failed preview of a protected
+ * environment is a failure: `verification-failed`.
+ */
+export const stopOpening =
+  '^Metric "[^"]*" assessed Failed due to failed \\(\\d+\\) > failureLimit \\(\\d+\\): "Error Message: Freight [0-9a-z]+ waits for a decision of ';
+const stopped = `${kind} == "preview" && ${isProtected} && (rollout.status?.message ?? "") matches ${JSON.stringify(stopOpening)}`;
 
 /**
  * Triggers by the event that fires them. The run object is `rollout` (Argo Rollouts hands any object it
@@ -73,6 +83,7 @@ const prelude = [
   `{{- $stack := ${get(notifyKeys.stackUrl)} -}}`,
   `{{- $approvers := ${get(notifyKeys.approvers)} -}}`,
   `{{- $approveStage := ${get(notifyKeys.approveStage)} -}}`,
+  '{{- $project := .rollout.metadata.namespace | default "" -}}',
   `{{- $gates := ${get(notifyKeys.nextGates)} -}}`,
   '{{- $commit := "" -}}{{- range .rollout.spec.args -}}{{- if eq .name "commit" -}}{{- $commit = .value | default "" -}}{{- end -}}{{- end -}}',
   '{{- $freight := "" -}}{{- range .rollout.metadata.ownerReferences -}}{{- if eq .kind "Freight" -}}{{- $freight = .name -}}{{- end -}}{{- end -}}',
@@ -80,6 +91,7 @@ const prelude = [
   '{{- range .rollout.status.metricResults -}}{{- if ne .phase "Successful" -}}{{- $reason = printf "%s %s: %s" $reason .name (.message | default .phase) | trim -}}{{- end -}}{{- end -}}',
   '{{- $freightUrl := printf "%s/freight/%s" $kargo $freight -}}',
   '{{- $stageUrl := printf "%s/stage/%s" $kargo $stage -}}',
+  '{{- $command := printf "kargo approve --project %s --freight %s --stage %s" $project $freight $approveStage -}}',
 ].join("\n");
 
 /**
@@ -93,9 +105,9 @@ const s = slackText;
 /** Per template: its Slack text, and the webhook's JSON fields (each value JSON-encoded by toJson). */
 const texts: Record<TemplateName, { slack: string; event: string; fields: string[] }> = {
   "preview-stopped": {
-    slack: `:octagonal_sign: Preview of ${s("$program")} in ${s("$environment")} stopped at commit ${s("$commit")} (stage ${s("$stage")}). It failed, or it would change what ${s("$environment")} stops on; what it would do is in the preview: ${s("$stack")}\nWho may let it through: ${s("$approvers")}, by approving Freight ${s("$freight")} for ${s("$approveStage")}: ${s("$freightUrl")}\nReason: ${s("$reason")}`,
+    slack: `:octagonal_sign: Freight ${s("$freight")} waits for a decision of ${s("$approvers")}, not a failure: the preview of ${s("$program")} in ${s("$environment")} (stage ${s("$stage")}, commit ${s("$commit")}) would change what ${s("$environment")} stops on. What it would do: ${s("$stack")}\nTo let it through, a member of ${s("$approvers")} runs: \`${s("$command")}\` (or approves it in Kargo: ${s("$freightUrl")})\nReason: ${s("$reason")}`,
     event: "preview-stopped",
-    fields: ["approvers", "approveStage", "reason"],
+    fields: ["approvers", "approveStage", "project", "command", "reason"],
   },
   "verification-failed": {
     slack: `:x: ${s("$program")} in ${s("$environment")} failed verification at commit ${s("$commit")} (stage ${s("$stage")}): ${s("$reason")}\nFreight ${s("$freight")}: ${s("$freightUrl")} Stage: ${s("$stageUrl")} Pulumi: ${s("$stack")}`,
@@ -116,11 +128,28 @@ const texts: Record<TemplateName, { slack: string; event: string; fields: string
 
 const common = ["stage", "program", "environment", "commit", "freight", "freightUrl", "stageUrl", "stack"];
 
-function template(name: TemplateName): string {
+/**
+ * The Slack mentions of a stop's deciders, after its text: `$approvers` ("a, b") looked up in the configured
+ * map. Written unescaped, the one value so: config validation lets only a mention's exact form through.
+ */
+function mentionsOf(mentions: Record<string, string> = {}): string {
+  const pairs = Object.entries(mentions)
+    .map(([group, mention]) => `${JSON.stringify(group)} ${JSON.stringify(mention)}`)
+    .join(" ");
+  if (pairs === "") return "";
+  return [
+    `{{- $m := dict ${pairs} -}}{{- $mentions := list -}}`,
+    '{{- range (splitList ", " $approvers) -}}{{- $x := get $m . -}}{{- if $x -}}{{- $mentions = append $mentions $x -}}{{- end -}}{{- end -}}',
+    '{{- if $mentions }}\n{{ join " " $mentions }}{{ end -}}',
+  ].join("");
+}
+
+function template(name: TemplateName, d: NotificationDestinations): string {
   const t = texts[name];
   const fields = [...common, ...t.fields].map((f) => `${JSON.stringify(f)} $${f}`).join(" ");
+  const mentions = name === "preview-stopped" ? mentionsOf(d.slack?.mentions) : "";
   return yaml({
-    message: `${prelude}\n${t.slack}`,
+    message: `${prelude}\n${t.slack}${mentions}`,
     webhook: {
       [webhookName]: {
         method: "POST",
@@ -163,7 +192,7 @@ export function rolloutsNotificationValues(d: NotificationDestinations): Values 
   return {
     secret: { create: true, items: secretItems },
     notifiers,
-    templates: Object.fromEntries(notificationTemplates.map((n) => [`template.${n}`, template(n)])),
+    templates: Object.fromEntries(notificationTemplates.map((n) => [`template.${n}`, template(n, d)])),
     triggers: Object.fromEntries(
       Object.entries(notificationTriggers).map(([n, conditions]) => [`trigger.${n}`, yaml(conditions)]),
     ),

@@ -35,6 +35,25 @@ export function truncated(text, max = MAX_MESSAGE) {
   return `${kept.join("\n")}\n… ${lines.length - kept.length} more line(s) in the Job's log`;
 }
 
+/**
+ * A stop's message's first two lines: the Freight waits for its deciders' decision (not a failure), and the
+ * command one of them runs to let it through. The notifications tell a stop from a failure by this opening
+ * (cluster-setup/addons/notifications.ts), and docs/security-and-approvals.md shows this form.
+ */
+export function decision({ project, freight, deciders, approveStage }) {
+  const who = deciders.join(" or ");
+  return {
+    opening: `Freight ${freight} waits for a decision of ${who}, not a failure:`,
+    command: `To let it through, a member of ${who} runs: kargo approve --project ${project} --freight ${freight} --stage ${approveStage}`,
+  };
+}
+
+/** The Freight a Kargo AnalysisRun verifies: its owner (akuity/kargo v1.11.2 pkg/controller/stages/regular_stages.go, WithOwner). */
+export const freightOf = (run) =>
+  (run?.metadata?.ownerReferences ?? []).find(
+    (o) => o?.kind === "Freight" && String(o?.apiVersion).startsWith("kargo.akuity.io/"),
+  )?.name;
+
 const annotations = {
   run: "analysisrun.argoproj.io/name",
   metric: "analysisrun.argoproj.io/metric-name",
@@ -88,7 +107,8 @@ const pointer = (...parts) =>
   `/${parts.map((p) => String(p).replace(/~/g, "~0").replace(/\//g, "~1")).join("/")}`;
 
 /**
- * Writes `message` into the measurement of the Job `jobName` in its AnalysisRun. Returns what happened, in
+ * Writes `message` into the measurement of the Job `jobName` in its AnalysisRun; a function is given the
+ * run's Freight (freightOf) first, as a stop's message names it. Returns what happened, in
  * words, for the Job's log; never throws. `tries` looks (each `intervalMs` apart) cover the moment between
  * the Job's creation and the controller recording its measurement. Once written, it waits `settleMs` so the
  * controller's watch holds the message before the Job's end reaches it: the controller writes the run's
@@ -131,7 +151,13 @@ export async function writeRunMessage({
         const patch = [
           { op: "test", path: "/metadata/uid", value: run.json.metadata.uid },
           { op: "test", path: pointer(...at, "metadata", "job-name"), value: jobName },
-          { op: "add", path: pointer(...at, "message"), value: truncated(message) },
+          {
+            op: "add",
+            path: pointer(...at, "message"),
+            value: truncated(
+              typeof message === "function" ? message({ freight: freightOf(run.json) }) : message,
+            ),
+          },
         ];
         const done = await api.call("PATCH", runPath, JSON.stringify(patch), "application/json-patch+json");
         if (done.status === 200) {

@@ -3,8 +3,9 @@
 // Failed). It polls Pulumi Cloud (cloud.mjs) for the operation on the stage's stack whose `git.head` is the
 // promoted commit, and once that has succeeded reads all its engine events:
 // - a preview passes unless a step's risk class (classify.mjs) is in STOP_ON ("all": any change), and then
-//   it stops with each such resource, its class, op and changed keys, the preview's link in Pulumi Cloud, and
-//   who may let it through (DECIDERS, by approving the Freight for APPROVE_STAGE);
+//   it stops: the Freight waits for DECIDERS' decision, with each such resource, its class, op and changed
+//   keys, the preview's link in Pulumi Cloud, and the command that lets it through (approving the Freight
+//   for APPROVE_STAGE in KARGO_PROJECT);
 // - an update passes only when each of its steps is one its succeeded preview of the same commit on the same
 //   stack showed (compare.mjs), and never when it cannot compare them.
 // Either way it prints its record on stdout, one JSON line: the operations verified, and what stopped them.
@@ -13,12 +14,13 @@
 //
 // Environment (set by lib/pipeline/verification.ts): PULUMI_API_URL, PULUMI_ORGANIZATION, PULUMI_PROJECT,
 // PULUMI_STACK, COMMIT, OPERATION (preview | update), PULUMI_CONSOLE_URL, STOP_ON, DECIDERS and
-// APPROVE_STAGE (previews; each may be empty), INTERVAL and TIMEOUT (durations such as 10s, 15m),
+// APPROVE_STAGE (previews; each may be empty), KARGO_PROJECT (the project `kargo approve` names),
+// INTERVAL and TIMEOUT (durations such as 10s, 15m),
 // PAGE_SIZE, ERROR_LIMIT, PULUMI_ACCESS_TOKEN (from the Secret), JOB_NAME (its Job's, from the pod's label).
 
 import { cloudClient, isObject, NotFound, NotYet } from "./cloud.mjs";
 import { compare, describe, parseStopOn, recordOf, stepsOf, stopLines, stops } from "./compare.mjs";
-import { writeRunMessage } from "./run-message.mjs";
+import { decision, writeRunMessage } from "./run-message.mjs";
 
 const env = (name) => {
   const value = process.env[name];
@@ -36,8 +38,14 @@ function fail(reason) {
  * AnalysisRun's message (run-message.mjs); then exit 1.
  */
 async function failVerdict(reason) {
-  process.stderr.write(`${reason}\n`);
-  const written = await writeRunMessage({ jobName: process.env.JOB_NAME, message: reason });
+  // A stop names its Freight, which only the run knows (run-message.mjs freightOf): the log says it as written.
+  const text = (facts) => (typeof reason === "function" ? reason(facts) : reason);
+  let said = text({});
+  const written = await writeRunMessage({
+    jobName: process.env.JOB_NAME,
+    message: (facts) => (said = text(facts)),
+  });
+  process.stderr.write(`${said}\n`);
   process.stderr.write(`the reason in the AnalysisRun: ${written}\n`);
   process.exit(1);
 }
@@ -61,6 +69,7 @@ const config = {
   token: env("PULUMI_ACCESS_TOKEN"),
   deciders: process.env.DECIDERS ?? "",
   approveStage: process.env.APPROVE_STAGE ?? "",
+  kargoProject: env("KARGO_PROJECT"),
 };
 if (!["preview", "update"].includes(config.operation)) fail(`OPERATION must be preview or update`);
 let stopOn = [];
@@ -146,17 +155,31 @@ async function verifyPreview(entry) {
   });
   if (!stopped.length) return { ok: true };
   const on = stopOn === "all" ? "any change (STOP_ON=all)" : stopOn.join(", ");
-  const who = config.deciders
-    ? `A member of ${config.deciders.split(",").join(" or ")} may let it through by approving this Freight for stage ${config.approveStage}: kargo approve --stage ${config.approveStage} --freight <this Freight>.`
-    : "No group may let it through (DECIDERS is empty): change the program, or the environment's risk policy.";
+  const what = [
+    `the preview of ${short} on ${stackName} stops on ${on}: ${stopped.length} resource(s)`,
+    ...stopLines(stopped),
+    `preview: ${link}`,
+  ];
+  if (!config.deciders)
+    return {
+      ok: false,
+      reason: [
+        ...what,
+        "No group may let it through (DECIDERS is empty): change the program, or the environment's risk policy.",
+      ].join("\n"),
+    };
   return {
     ok: false,
-    reason: [
-      `the preview of ${short} on ${stackName} stops on ${on}: ${stopped.length} resource(s)`,
-      ...stopLines(stopped),
-      `preview: ${link}`,
-      who,
-    ].join("\n"),
+    reason: ({ freight }) => {
+      const { opening, command } = decision({
+        project: config.kargoProject,
+        freight: freight ?? "<the Freight of this verification>",
+        deciders: config.deciders.split(","),
+        approveStage: config.approveStage,
+      });
+      // The command second: a message cut for length (run-message.mjs truncated) loses resources, never it.
+      return [opening, command, ...what].join("\n");
+    },
   };
 }
 

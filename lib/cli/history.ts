@@ -1,6 +1,7 @@
 // `npm run history -- <environment> [--repository DIR] [--ref-prefix PREFIX]`: every promotion into the
 // environment's stages, with its Freight, commit, approvals, preview and links, read from the stage branches
-// with git alone (lib/history.ts). Run `git fetch origin` first: it reads refs/remotes/origin/stage/* by default.
+// with git alone (lib/history.ts). Run `git fetch origin` first: it reads refs/remotes/origin/stage/* by default,
+// and exits 2 with what to run when git, the repository, the remote or the fetched stage branches are missing.
 import { parseArgs } from "node:util";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { environmentHistory, formatHistory, gitLog } from "../history";

@@ -287,7 +287,8 @@ export async function fetchUpstream(into: string, fetchUrl: typeof fetch = fetch
 /** The typed-resource modules generated from validation data: file name → source text. */
 export async function generateTypes(data: ValidationData): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
-  for (const module of new Set(crdSources.map((s) => s.module))) {
+  // Only modules with a kind to type: Argo Events' CRDs are validated, never typed.
+  for (const module of new Set(crdSources.filter((s) => s.generate.length > 0).map((s) => s.module))) {
     files[`${module}.ts`] = await generateModule(module, data);
   }
   files["kargo-steps.ts"] = await generateKargoSteps(data);

@@ -19,6 +19,8 @@ export const pinned = {
   // The EKS snapshot-controller add-on's upstream (cluster/config.ts SNAPSHOT_CONTROLLER_VERSION), whose
   // CRDs the add-on installs.
   externalSnapshotter: "v8.4.0",
+  // Argo Events' CRDs (EventBus, EventSource, Sensor), from its Go module, which test/argoevents runs.
+  argoEvents: "v1.9.10",
 } as const;
 
 /** A Go module whose zip, as `go mod download` leaves it in the module cache, carries upstream files. */
@@ -47,6 +49,16 @@ export const snapshotterModule: GoModule = {
   version: pinned.externalSnapshotter,
 };
 
+/**
+ * Argo Events' CRDs are in its Go module (manifests/base/crds). They hold no schema of the spec
+ * (x-kubernetes-preserve-unknown-fields): what the spec may hold, test/argoevents checks with Argo Events'
+ * own types and validators.
+ */
+export const argoEventsModule: GoModule = {
+  path: "github.com/argoproj/argo-events",
+  version: pinned.argoEvents,
+};
+
 /** An upstream file as it sits inside a Go module's zip, for when the CRDs folder lacks it. */
 export interface GoModuleFile {
   module: GoModule;
@@ -55,7 +67,7 @@ export interface GoModuleFile {
 
 export interface CrdSource {
   /** Module under lib/crds/generated the kinds go to. */
-  module: "kargo" | "pko" | "argocd" | "rollouts" | "karpenter" | "snapshots";
+  module: "kargo" | "pko" | "argocd" | "rollouts" | "karpenter" | "snapshots" | "argoevents";
   file: string;
   url: string;
   /** The same file inside a Go module's zip, when the CRDs folder lacks it. */
@@ -90,6 +102,18 @@ function snapshotCrd(plural: string, kind: string): CrdSource {
     url: raw("kubernetes-csi/external-snapshotter", pinned.externalSnapshotter, `client/${file}`),
     inModule: { module: snapshotterModule, file },
     generate: [{ kind, version: "v1" }],
+  };
+}
+
+/** Validated only as a kind (its spec has no schema); declared untyped (kargo/eventRouter.ts). */
+function argoEventsCrd(plural: string): CrdSource {
+  const file = `manifests/base/crds/argoproj.io_${plural}.yaml`;
+  return {
+    module: "argoevents",
+    file: `argo-events/argoproj.io_${plural}.yaml`,
+    url: raw("argoproj/argo-events", pinned.argoEvents, file),
+    inModule: { module: argoEventsModule, file },
+    generate: [],
   };
 }
 
@@ -136,6 +160,7 @@ export const crdSources: CrdSource[] = [
   karpenterCrd("karpenter.k8s.aws_ec2nodeclasses.yaml", "EC2NodeClass"),
   snapshotCrd("volumesnapshotclasses", "VolumeSnapshotClass"),
   snapshotCrd("volumesnapshots", "VolumeSnapshot"),
+  ...["eventbus", "eventsources", "sensors"].map(argoEventsCrd),
 ];
 
 /** Kargo's promotion-step config schemas (the CRDs leave step `config` unchecked). */

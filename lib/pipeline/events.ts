@@ -3,8 +3,8 @@
 // type, facts in `event.kargo.akuity.io/*` annotations, api/v1alpha1/event.go). One EventSource watches them;
 // one Sensor's dependencies match by reason (argo-events v1.9.10 pkg/sensors/dependencies/filter.go: a data
 // filter's string values are regular expressions, so each is anchored), and its triggers are Argo Events'
-// own: `slack` and `http` for the messages, `k8s` for the record of a stopped preview's approval. Pure
-// functions over the definition; kargo/eventRouter.ts registers them.
+// own: `slack` and `http` for the messages (only with a destination), `k8s` for the record of a stopped
+// preview's approval (always). Pure functions over the definition; kargo/eventRouter.ts registers them.
 import { programStageName, programStages, runStages, type ProgramStage } from "./graph";
 import { isProtected, type Pipeline } from "./schema";
 import { updateAfter } from "./notify";
@@ -50,8 +50,9 @@ export function firstGates(p: Pipeline): { gate: string; approvers: string[] }[]
 }
 
 /**
- * The update stages a stopped preview's Freight is approved for (`kargo approve --stage`): each protected
- * environment's update after a preview (notify.ts updateAfter, the stage the `preview-stopped` message names).
+ * The update stages a stopped preview's Freight is approved for (the `--stage` of the command a stop gives):
+ * each protected environment's update after a preview (notify.ts updateAfter, the stage the `preview-stopped`
+ * message names).
  */
 export function stopApprovalStages(p: Pipeline): ProgramStage[] {
   const stages = programStages(p)
@@ -90,7 +91,7 @@ export function eventSourceSpec(p: Pipeline, eventBus: string) {
     eventBusName: eventBus,
     template: {
       serviceAccountName: eventSourceAccount,
-      container: { resources: { requests: { cpu: "5m", memory: "32Mi" } } },
+      container: { resources: routerPodResources },
     },
     resource: {
       [eventName]: {
@@ -150,6 +151,18 @@ export function activeKinds(p: Pipeline): EventKind[] {
       (k !== "stop-approved" || stopApprovalStages(p).length > 0),
   );
 }
+
+/**
+ * The kinds the Sensor acts on with these destinations: the record always (Argo Events is installed without
+ * a destination for it), the messages only with somewhere to send them. None: no EventSource or Sensor.
+ */
+export function routedKinds(p: Pipeline, d: { slack?: unknown; webhook?: boolean }): EventKind[] {
+  const sends = d.slack !== undefined || d.webhook === true;
+  return activeKinds(p).filter((k) => k === "stop-approved" || sends);
+}
+
+/** What the EventSource's and the Sensor's pods request (the capacity figures read them from the plan). */
+export const routerPodResources = { requests: { cpu: "5m", memory: "32Mi" } };
 
 const lit = (s: string) => JSON.stringify(s);
 const get = (key: string) => `(index $a ${lit(key)} | default "")`;
@@ -276,7 +289,7 @@ function stopApprovalTrigger(p: Pipeline) {
  * v1.9.10 pkg/sensors/triggers/slack/slack.go Execute), and the approval record.
  */
 export function sensorSpec(p: Pipeline, kargoProjectUrl: string, eventBus: string, d: SensorDestinations) {
-  const kinds = activeKinds(p);
+  const kinds = routedKinds(p, { slack: d.slack, webhook: d.webhookUrl !== undefined });
   const messages = kinds.filter((k): k is Exclude<EventKind, "stop-approved"> => k !== "stop-approved");
   const triggers = messages.flatMap((kind) => {
     const t = (body: string) => withPrelude(p, kargoProjectUrl, body);
@@ -324,7 +337,7 @@ export function sensorSpec(p: Pipeline, kargoProjectUrl: string, eventBus: strin
     eventBusName: eventBus,
     template: {
       serviceAccountName: sensorAccount,
-      container: { resources: { requests: { cpu: "5m", memory: "32Mi" } } },
+      container: { resources: routerPodResources },
     },
     dependencies: kinds.map((k) => dependency(p, k)),
     triggers: [...triggers, ...(kinds.includes("stop-approved") ? [stopApprovalTrigger(p)] : [])],

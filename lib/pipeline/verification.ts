@@ -209,6 +209,8 @@ export function analysisTemplateSpec(p: Pipeline, kind: AnalysisTemplateKind): r
                     { name: "COMMIT", value: "{{args.commit}}" },
                     { name: "OPERATION", value: operation },
                     { name: "PULUMI_CONSOLE_URL", value: "{{args.console-url}}" },
+                    // The Kargo project a stop's command names (its namespace, where the Freight is).
+                    { name: "KARGO_PROJECT", value: p.project },
                     ...(operation === "preview" ? policyEnv : []),
                     { name: "INTERVAL", value: v.interval },
                     { name: "TIMEOUT", value: timeout },

@@ -8,6 +8,7 @@ import (
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	analysisutil "github.com/argoproj/argo-rollouts/utils/analysis"
 	"github.com/expr-lang/expr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"infra-change-platform/test/internal/plan"
@@ -108,8 +109,13 @@ func newRun(t testing.TB, kargo *plan.Project, stage *unstructured.Unstructured,
 	if err != nil {
 		t.Fatalf("Stage %s: building the AnalysisRun: %v", stage.GetName(), err)
 	}
+	// Owned by the Freight it verifies, as Kargo makes it (regular_stages.go, WithOwner): a stop names it.
+	run.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kargo.akuity.io/v1alpha1", Kind: "Freight", Name: freightName, UID: "0b8c5f5e-freight"}}
 	return run
 }
+
+// freightName is the Freight every run of the harness verifies (Kargo names Freight by a SHA-1 digest).
+const freightName = "5e3f9a1c7b2d4e6f8a0b1c2d3e4f5a6b7c8d9e0f"
 
 // argValue is the run's value of one argument (nil when it comes from a Secret).
 func argValue(run *v1alpha1.AnalysisRun, name string) *string {

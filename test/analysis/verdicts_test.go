@@ -134,8 +134,13 @@ func TestPreviewStopsOnEachClass(t *testing.T) {
 				if c.stopOn == "all" {
 					stopped = steps[1:]
 				}
-				lines := []string{regexp.QuoteMeta("https://app.pulumi.com/" + *argValue(run, "organization") + "/" + project + "/" + stack + "/previews/" + p.UpdateID),
-					regexp.QuoteMeta("A member of security-approvers may let it through by approving this Freight for stage qa-bucket: kargo approve --stage qa-bucket")}
+				// First who decides, the Freight the run verifies (its owner) waiting, and the whole command.
+				decides := "Error Message: Freight " + freightName + " waits for a decision of security-approvers, not a failure:\n" +
+					"To let it through, a member of security-approvers runs: kargo approve --project " + run.Namespace + " --freight " + freightName + " --stage qa-bucket\n"
+				if !strings.Contains(got.Status.Message, decides+"the preview of ") {
+					t.Errorf("the run's message does not open with %q: %q", decides, got.Status.Message)
+				}
+				lines := []string{regexp.QuoteMeta("https://app.pulumi.com/" + *argValue(run, "organization") + "/" + project + "/" + stack + "/previews/" + p.UpdateID)}
 				for _, s := range stopped {
 					line := `- ` + regexp.QuoteMeta(s.name+" ("+s.typ+"): "+s.op+", ") + `[a-z, ]*`
 					if c.stopOn != "all" {
@@ -358,11 +363,12 @@ func TestStopApprovalAndUpdate(t *testing.T) {
 			if preview.Status.Phase != failed {
 				t.Fatalf("%s: the preview did not stop on %s: %s %s", stage.GetName(), class, preview.Status.Phase, preview.Status.Message)
 			}
-			// The decider reads the stage to approve for where Kargo shows the stop: the run's message.
-			m := regexp.MustCompile(`approving this Freight for stage (\S+):`).FindStringSubmatch(preview.Status.Message)
-			if m == nil {
-				t.Fatalf("the stop names no stage to approve for in the run's message: %q (the Job said %q)", preview.Status.Message, jobs[0].Stderr)
+			// The decider runs the command where Kargo shows the stop (the run's message): its project, Freight, stage.
+			m := regexp.MustCompile(`kargo approve --project (\S+) --freight (\S+) --stage (\S+)\n`).FindStringSubmatch(preview.Status.Message)
+			if m == nil || m[1] != stage.GetNamespace() || m[2] != freightName {
+				t.Fatalf("the stop's command, in the run's message, is not for project %s and Freight %s: %q (the Job said %q)", stage.GetNamespace(), freightName, preview.Status.Message, jobs[0].Stderr)
 			}
+			m = m[2:]
 			approve := kargo.Object(t, "Stage", m[1])
 			if approve.GetNamespace() != stage.GetNamespace() {
 				t.Fatalf("the stop names %s in another project", m[1])

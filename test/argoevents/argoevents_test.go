@@ -48,7 +48,13 @@ type router struct {
 
 func plannedRouter(t *testing.T) router {
 	t.Helper()
-	p := planWith(t, channel, token, webhook)
+	return routerOf(t, planWith(t, channel, token, webhook), true)
+}
+
+// routerOf decodes and validates the router of a plan; withMessages: the plan has a destination, so the
+// Applications carry Kargo's address for the messages' links.
+func routerOf(t *testing.T, p *plan, withMessages bool) router {
+	t.Helper()
 	var bus v1alpha1.EventBus
 	strict(t, object(p.Setup, "EventBus", ""), &bus)
 	if err := validateBus(&bus); err != nil {
@@ -86,7 +92,7 @@ func plannedRouter(t *testing.T) router {
 			kargo, _ = md["annotations"].(map[string]any)["notifications.pipeline/kargo-project-url"].(string)
 		}
 	}
-	if !strings.HasPrefix(kargo, "https://") {
+	if withMessages && !strings.HasPrefix(kargo, "https://") {
 		t.Fatalf("no Kargo address in the plan's Applications: %q", kargo)
 	}
 	return router{p: p, sensor: &sensor, kargo: kargo}
@@ -201,17 +207,28 @@ func (r router) send(t *testing.T, dep string, e *v1alpha1.Event) (string, map[s
 	return s.slack[0].Get("text"), s.webhook[0]
 }
 
-func TestPlannedRouterOnlyWithADestination(t *testing.T) {
+// TestWithoutADestinationTheRouterOnlyRecords: the default configuration (no destination) still installs
+// Argo Events, and its Sensor, valid for Argo Events, has the approval record and no message trigger.
+func TestWithoutADestinationTheRouterOnlyRecords(t *testing.T) {
 	p := planWith(t, "", "", "")
-	for _, kind := range []string{"EventSource", "Sensor"} {
-		if object(p.Kargo, kind, "") != nil {
-			t.Errorf("kargo plans an Argo Events %s without a notification destination", kind)
+	r := routerOf(t, p, false)
+	var names []string
+	for _, tr := range r.sensor.Spec.Triggers {
+		names = append(names, tr.Template.Name)
+		if tr.Template.K8s == nil || tr.Template.Slack != nil || tr.Template.HTTP != nil {
+			t.Errorf("trigger %s sends something without a destination: %+v", tr.Template.Name, tr.Template)
 		}
 	}
-	if object(p.Setup, "EventBus", "") != nil {
-		t.Error("cluster-setup plans an EventBus without a notification destination")
+	want := []string{}
+	if len(p.StopApprovalStages) > 0 {
+		want = []string{"record-stop-approval"}
 	}
-	plannedRouter(t)
+	if !slices.Equal(append([]string{}, names...), want) {
+		t.Errorf("the Sensor's triggers are %v, want %v", names, want)
+	}
+	if object(p.Setup, "Secret", "kargo-events-destinations") != nil {
+		t.Error("cluster-setup plans the Slack token's Secret without a destination")
+	}
 }
 
 func TestEachKargoEventMatchesItsDependencyOnly(t *testing.T) {
@@ -328,10 +345,21 @@ func TestAPromotionFailingBeforeAnySyncIsAnnounced(t *testing.T) {
 	}
 }
 
+// TestAStoppedPreviewsApprovalIsRecordedByTheSensor runs the Sensor's k8s trigger with the default
+// configuration (no destination) and with every destination: the record is the same.
 func TestAStoppedPreviewsApprovalIsRecordedByTheSensor(t *testing.T) {
-	r := plannedRouter(t)
+	for _, r := range []router{routerOf(t, planWith(t, "", "", ""), false), plannedRouter(t)} {
+		recordsEachApproval(t, r)
+	}
+}
+
+func recordsEachApproval(t *testing.T, r router) {
+	t.Helper()
 	p := r.p
 	freight := "f0e1d2c3b4a5968778695a4b3c2d1e0f12345678"
+	if len(p.StopApprovalStages) == 0 {
+		t.Fatal("the pipeline has no update stage a stopped preview is approved for: nothing proves the record")
+	}
 	for _, stage := range p.StopApprovalStages {
 		actor := "email:" + hostile
 		e := kargoEvent(p.Project, "FreightApproved", "Freight", freight, "Freight approved for Stage "+stage,

@@ -43,6 +43,14 @@ func crdSources(t testing.TB) (sources []crdSource, pkoMissing string) {
 	dir, _ := moduleArchive(t, os.TempDir(), "github.com/argoproj/argo-cd/"+major+"@"+argocd)
 	sources = append(sources, crdSource{"github.com/argoproj/argo-cd " + argocd + " manifests/crds", filepath.Join(dir, "manifests/crds")})
 	sources = append(sources, karpenterCRDs(t))
+	// Argo Events' CRDs (its EventBus, EventSource and Sensor are in every plan), from the module
+	// test/argoevents runs, at lib/crds/sources.ts's pin.
+	events, err := plan.PinnedVersion("argoEvents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ = moduleArchive(t, os.TempDir(), "github.com/argoproj/argo-events@"+events)
+	sources = append(sources, crdSource{"github.com/argoproj/argo-events " + events + " manifests/base/crds", filepath.Join(dir, "manifests/base/crds")})
 	// The CSI snapshot CRDs the EKS snapshot-controller add-on installs (the plugin cache's snapshot), from
 	// external-snapshotter's client module, whose root is the repository's client/ folder.
 	snapshotter, err := plan.PinnedVersion("externalSnapshotter")

@@ -23,11 +23,12 @@ import (
 	"infra-change-platform/test/internal/plan"
 )
 
-// routedPlan is the kargo project planned over a cluster-setup with a notification destination (the plan
-// test/argoevents/plan.ts prints): the objects Argo Events' router adds, and the project's name.
+// routedPlan is the kargo project planned over the default cluster-setup, no notification destination (the
+// plan test/argoevents/plan.ts prints): the objects Argo Events' router adds, which record stop approvals
+// with or without one, and the project's name.
 func routedPlan(t *testing.T) ([]*unstructured.Unstructured, string) {
 	t.Helper()
-	cmd := exec.Command(plan.Node(), "--import", "tsx", "test/argoevents/plan.ts", "", "", "https://hooks.example.com/x")
+	cmd := exec.Command(plan.Node(), "--import", "tsx", "test/argoevents/plan.ts", "", "", "")
 	cmd.Dir = plan.RepoRoot()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

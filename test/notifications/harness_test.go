@@ -44,6 +44,22 @@ const hostile = "boom\" <!channel> <https://evil.example|click> & \n{\"event\":\
 
 // destinationPlan is the cluster-setup plan with both destinations configured, its secret values given
 // the shapes a real stack would hold (lib/cli/plan/projects.ts, PLAN_SECRET_VALUES).
+// mentions is a Slack user group mention for each group that decides a stop (the approvers the kargo plan's
+// runs name), as cluster-setup:notifySlackMentions takes them.
+func mentions(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, s := range plan.Load(t, "kargo").OfKind("Stage") {
+		a, _, _ := unstructured.NestedStringMap(s.Object, "spec", "verification", "analysisRunMetadata", "annotations")
+		for _, g := range strings.Split(a["notifications.pipeline/approvers"], ", ") {
+			if _, ok := out[g]; g != "" && !ok {
+				out[g] = fmt.Sprintf("<!subteam^SMENTION%d>", len(out))
+			}
+		}
+	}
+	return out
+}
+
 func destinationPlan(t *testing.T) *plan.Project {
 	t.Helper()
 	example, err := os.ReadFile(filepath.Join(plan.RepoRoot(), "cluster-setup", "Pulumi.example.yaml"))
@@ -54,7 +70,11 @@ func destinationPlan(t *testing.T) *plan.Project {
 	stackFile := filepath.Join(dir, "Pulumi.notify.yaml")
 	extra := "  cluster-setup:notifySlackChannel: \"#infra-changes\"\n" +
 		"  cluster-setup:notifySlackToken:\n    secure: v1:slack\n" +
-		"  cluster-setup:notifyWebhookUrl:\n    secure: v1:webhook\n"
+		"  cluster-setup:notifyWebhookUrl:\n    secure: v1:webhook\n" +
+		"  cluster-setup:notifySlackMentions:\n"
+	for group, mention := range mentions(t) {
+		extra += fmt.Sprintf("    %q: %q\n", group, mention)
+	}
 	if err := os.WriteFile(stackFile, append(example, []byte(extra)...), 0o644); err != nil {
 		t.Fatal(err)
 	}

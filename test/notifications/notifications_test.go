@@ -49,25 +49,42 @@ func TestEachEventSendsItsMessage(t *testing.T) {
 	beforeGate := stageWhere(t, kargo, "an update before a gate", func(a map[string]string) bool { return a[p("next-gates")] != "" })
 	const freight, commit = "0123456789abcdef0123456789abcdef01234567", "89abcdef0123456789abcdef0123456789abcdef"
 
+	// The run's message as Argo Rollouts ends it with the Job's reason (argo-rollouts v1.9.0 analysis/analysis.go),
+	// for a stop (its opening as kargo/verification/run-message.mjs decision writes it) and a failed preview.
+	runMessage := func(reason string) string {
+		return `Metric "pulumi-preview" assessed Failed due to failed (1) > failureLimit (0): "Error Message: ` + reason + `"`
+	}
+	stopMessage := func(run *v1alpha1.AnalysisRun) string {
+		return runMessage("Freight " + freight + " waits for a decision of " + annotation(run, "approvers") + ", not a failure:\n" + hostile)
+	}
+	failedPreview := func(*v1alpha1.AnalysisRun) string {
+		return runMessage("the preview of 4f1c2b9e8d7a on org/app/qa failed\n" + hostile)
+	}
+	command := func(run *v1alpha1.AnalysisRun) string {
+		return "kargo approve --project " + run.Namespace + " --freight " + freight + " --stage " + annotation(run, "approve-stage")
+	}
 	cases := []struct {
 		name, stage string
 		phase       v1alpha1.AnalysisPhase
 		events      []string
 		// fields are what the webhook says besides the stage's facts, for one event of the case.
 		fields func(run *v1alpha1.AnalysisRun, event string) map[string]string
+		// message is the run's (a hostile one when nil and the run does not succeed).
+		message func(run *v1alpha1.AnalysisRun) string
 	}{
-		{"a preview stopped for approval", preview, v1alpha1.AnalysisPhaseFailed, []string{"preview-stopped"}, func(run *v1alpha1.AnalysisRun, _ string) map[string]string {
-			return map[string]string{"approvers": annotation(run, "approvers"), "approveStage": annotation(run, "approve-stage")}
-		}},
-		{"a failed verification", update, v1alpha1.AnalysisPhaseFailed, []string{"verification-failed"}, nil},
-		{"a verification that errored", preview, v1alpha1.AnalysisPhaseError, []string{"verification-failed"}, nil},
-		{"a protected update that succeeded", update, v1alpha1.AnalysisPhaseSuccessful, nil, nil},
+		{"a preview stopped for a decision", preview, v1alpha1.AnalysisPhaseFailed, []string{"preview-stopped"}, func(run *v1alpha1.AnalysisRun, _ string) map[string]string {
+			return map[string]string{"approvers": annotation(run, "approvers"), "approveStage": annotation(run, "approve-stage"), "project": run.Namespace, "command": command(run)}
+		}, stopMessage},
+		{"a protected preview that failed", preview, v1alpha1.AnalysisPhaseFailed, []string{"verification-failed"}, nil, failedPreview},
+		{"a failed verification", update, v1alpha1.AnalysisPhaseFailed, []string{"verification-failed"}, nil, nil},
+		{"a verification that errored", preview, v1alpha1.AnalysisPhaseError, []string{"verification-failed"}, nil, nil},
+		{"a protected update that succeeded", update, v1alpha1.AnalysisPhaseSuccessful, nil, nil, nil},
 		{"Freight reaching a gate", beforeGate, v1alpha1.AnalysisPhaseSuccessful, nil, func(run *v1alpha1.AnalysisRun, event string) map[string]string {
 			if event != "freight-at-gate" {
 				return nil
 			}
 			return map[string]string{"gates": annotation(run, "next-gates")}
-		}},
+		}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,7 +100,9 @@ func TestEachEventSendsItsMessage(t *testing.T) {
 				}
 			}
 			message := ""
-			if c.phase != v1alpha1.AnalysisPhaseSuccessful {
+			if c.message != nil {
+				message = c.message(run)
+			} else if c.phase != v1alpha1.AnalysisPhaseSuccessful {
 				message = hostile
 			}
 			finish(rec, run, c.phase, message)
@@ -120,8 +139,24 @@ func TestEachEventSendsItsMessage(t *testing.T) {
 						t.Errorf("%s: Slack text lacks the %s %q:\n%s", event, k, want[k], text)
 					}
 				}
-				if event == "preview-stopped" && (!strings.Contains(text, want["approvers"]) || !strings.Contains(text, want["approveStage"])) {
-					t.Errorf("preview-stopped: Slack text does not say who may approve, and where:\n%s", text)
+				// A stop reads as the Freight waiting for its deciders, with the command to paste; a failure, as one.
+				if event == "preview-stopped" && (!strings.HasPrefix(text, ":octagonal_sign: Freight "+freight+" waits for a decision of "+want["approvers"]+", not a failure:") || !strings.Contains(text, "`"+want["command"]+"`")) {
+					t.Errorf("preview-stopped: Slack text does not say who decides and the command %q:\n%s", want["command"], text)
+				}
+				if event == "verification-failed" && (!strings.HasPrefix(text, ":x: ") || strings.Contains(text, "waits for a decision")) {
+					t.Errorf("verification-failed: Slack text does not read as a failure:\n%s", text)
+				}
+				// A stop ends mentioning its deciders as configured, as Slack reads a mention; nothing else mentions.
+				if event == "preview-stopped" {
+					var mentioned []string
+					for _, g := range strings.Split(want["approvers"], ", ") {
+						mentioned = append(mentioned, mentions(t)[g])
+					}
+					if last := text[strings.LastIndex(text, "\n")+1:]; last != strings.Join(mentioned, " ") {
+						t.Errorf("preview-stopped: Slack text ends %q, want the deciders' mentions %q:\n%s", last, mentioned, text)
+					}
+				} else if strings.Contains(text, "<!subteam^") {
+					t.Errorf("%s: Slack text mentions a decider group:\n%s", event, text)
 				}
 				if message != "" {
 					reason, _ := body["reason"].(string)

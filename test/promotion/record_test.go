@@ -3,6 +3,7 @@ package promotion
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -113,6 +114,7 @@ func TestPromotionRecord(t *testing.T) {
 		}
 	}
 	var approved bool
+	var gateAt []any
 	approvals, _ := record["approvals"].([]any)
 	for _, a := range approvals {
 		a := a.(map[string]any)
@@ -122,6 +124,7 @@ func TestPromotionRecord(t *testing.T) {
 		approved = true
 		by, _ := a["by"].([]any)
 		at, _ := a["at"].([]any)
+		gateAt = at
 		if len(by) != 2 || len(at) != 2 || by[0] != promotionActor(hostileActor) || by[1] != "carol@example.com" {
 			t.Errorf("approvals at %s: by %v at %v, want the hostile name then carol's, each with a time", gate, by, at)
 		}
@@ -153,7 +156,12 @@ func TestPromotionRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	quoted := strings.TrimSpace(buf.String())
-	for _, w := range []string{update + " (update", preview + " (preview", r.A, quoted, "preview " + preview, want["freightUrl"].(string)} {
+	// Who let it through the gate and when, each approval with its time: from git, with the default config.
+	approvedLine := "approved at " + gate + ": "
+	if len(gateAt) == 2 {
+		approvedLine += fmt.Sprintf(`%s at %q, "carol@example.com" at %q`, quoted, gateAt[0], gateAt[1])
+	}
+	for _, w := range []string{update + " (update", preview + " (preview", r.A, quoted, "preview " + preview, want["freightUrl"].(string), approvedLine} {
 		if !strings.Contains(text, w) {
 			t.Errorf("history of %s lacks %q:\n%s", environment, w, text)
 		}

@@ -34,6 +34,7 @@ func approveStage(t *testing.T, preview string) string {
 // empty one; the preview's record holds null. `npm run history` prints the approver.
 func TestStopApprovalInTheRecord(t *testing.T) {
 	t.Parallel()
+	defaultSensorRecords(t)
 	gate, preview, update := previewAfterGate(t)
 	if got := approveStage(t, preview); got != update {
 		t.Fatalf("preview %s's stop is approved for %q, want %s (the stage after it)", preview, got, update)
@@ -87,4 +88,24 @@ func TestStopApprovalInTheRecord(t *testing.T) {
 			t.Errorf("history of %s lacks %q:\n%s", environment, line, out)
 		}
 	}
+}
+
+// defaultSensorRecords: the plan these tests read is the default configuration's (no notification
+// destination), and its Argo Events Sensor still creates the ConfigMap a record reads, in the project's
+// namespace (test/argoevents runs that trigger over Kargo's FreightApproved Event).
+func defaultSensorRecords(t *testing.T) {
+	t.Helper()
+	project := kargoPlan(t).OfKind("Stage")[0].GetNamespace()
+	for _, s := range kargoPlan(t).OfKind("Sensor") {
+		triggers, _, _ := unstructured.NestedSlice(s.Object, "spec", "triggers")
+		for _, tr := range triggers {
+			k8s, ok, _ := unstructured.NestedMap(tr.(map[string]any), "template", "k8s")
+			kind, _, _ := unstructured.NestedString(k8s, "source", "resource", "kind")
+			ns, _, _ := unstructured.NestedString(k8s, "source", "resource", "metadata", "namespace")
+			if ok && k8s["operation"] == "create" && kind == "ConfigMap" && ns == project {
+				return
+			}
+		}
+	}
+	t.Fatal("the default plan has no Sensor that records a stop's approval: without a destination nothing would")
 }

@@ -11,7 +11,9 @@ import {
   snapshotControllerPods,
   type CapacityReport,
   type PodGroup,
+  type Requests,
 } from "../../capacity";
+import { routerPodResources } from "../../pipeline/events";
 import { readValidationData } from "../../crds/schema";
 import { mergeValues, type Values } from "../../helmAddon";
 import { concurrentStages } from "../../pipeline/concurrency";
@@ -113,6 +115,7 @@ export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapac
   const groups = [
     ...kube,
     ...platformPods(effective),
+    ...eventRouterPods(plans),
     ...(baseWorkspaces > 0 ? [{ ...workspace, replicas: baseWorkspaces }] : []),
   ];
   const nodeGroup = plans
@@ -137,6 +140,64 @@ export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapac
     burst: burstNeed(plans, kube, workspace, burstWorkspaces, instanceType, maxPods),
     report: capacity(groups, instanceType, nodes, maxPods),
   };
+}
+
+const sumRequests = (list: unknown[]): Requests =>
+  list.reduce<Requests>(
+    (sum, r) => {
+      const q = (r ?? {}) as { cpu?: string; memory?: string };
+      return {
+        cpu: sum.cpu + parseQuantity(q.cpu, "cpu"),
+        memory: sum.memory + parseQuantity(q.memory, "memory"),
+      };
+    },
+    { cpu: 0, memory: 0 },
+  );
+
+/**
+ * The pods Argo Events' controller runs for the planned objects, which no chart lists: the EventBus's
+ * JetStream servers (a StatefulSet of three containers each), and one Deployment per EventSource and Sensor
+ * (argo-events v1.9.10 pkg/reconciler/{eventbus/installer/jetstream.go,eventsource,sensor}/resource.go).
+ * A Sensor's spec is a secret with a webhook: its pod then requests what ours always do.
+ */
+function eventRouterPods(plans: ProgramPlan[]): PodGroup[] {
+  const objects = (kind: string) =>
+    plans.flatMap((plan) =>
+      plan.resources.filter((r) => r.type === `kubernetes:argoproj.io/v1alpha1:${kind}`),
+    );
+  const bus = objects("EventBus").map((r): PodGroup => {
+    const js = ((r.inputs.spec as { jetstream?: Record<string, unknown> }).jetstream ?? {}) as Record<
+      string,
+      { resources?: { requests?: unknown } } | number
+    >;
+    const containers = ["containerTemplate", "reloaderContainerTemplate", "metricsContainerTemplate"];
+    return {
+      owner: "argo-events",
+      name: "eventbus-jetstream",
+      kind: "StatefulSet",
+      replicas: Number(js.replicas ?? 3),
+      requests: sumRequests(
+        containers.map((c) => (js[c] as { resources?: { requests?: unknown } })?.resources?.requests),
+      ),
+    };
+  });
+  const deployments = ["EventSource", "Sensor"].flatMap((kind) =>
+    objects(kind).map((r): PodGroup => {
+      const spec = r.inputs.spec as { template?: { container?: { resources?: { requests?: unknown } } } };
+      const requests =
+        typeof spec === "object"
+          ? spec.template?.container?.resources?.requests
+          : routerPodResources.requests;
+      return {
+        owner: "argo-events",
+        name: `${kind.toLowerCase()}-${(r.inputs.metadata as { name: string }).name}`,
+        kind: "Deployment",
+        replicas: 1,
+        requests: sumRequests([requests]),
+      };
+    }),
+  );
+  return [...bus, ...deployments];
 }
 
 /**
@@ -256,7 +317,7 @@ export function capacityTable(planned: PlannedCapacity): string {
     ["requests", "pods", "CPU", "memory"],
     [kubeSystemDescription(groups), `${kube.pods}`, `${kube.cpu}m`, `${kube.memory} MiB`],
     [
-      "cert-manager, Argo CD, Argo Rollouts, PKO, Kargo, Karpenter",
+      "cert-manager, Argo CD, Argo Rollouts, PKO, Kargo, Karpenter, Argo Events",
       `${platform.pods}`,
       `${platform.cpu}m`,
       `${platform.memory} MiB`,
