@@ -13,6 +13,7 @@ export default {
     "kargo/verification/classify.mjs",
     "kargo/verification/rules.mjs",
     "kargo/verification/cost-rules.mjs",
+    "kargo/verification/values.mjs",
     "kargo/verification/compare.mjs",
   ],
   incrementalFile: "reports/stryker-verification-incremental.json",

@@ -13,6 +13,7 @@ export default defineConfig({
       "test/verification-exposure-cost.test.ts",
       "test/verification-compare.test.ts",
       "test/verification-events.test.ts",
+      "test/verification-precision.test.ts",
     ],
     reporters: ["default", "./test/mutation-load-failures.ts"],
   },

@@ -3,7 +3,8 @@
 // preview never disagree on what a change is, and a promoted program's change says where it stops.
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { classifyStep, matchingRules, type Step } from "../kargo/verification/classify.mjs";
+import { LEFT_IN_CLOUD, classifyStep, matchingRules, type Step } from "../kargo/verification/classify.mjs";
+import { stopLines, stops } from "../kargo/verification/compare.mjs";
 import { diffPlans, type PlanResource, type ProjectPlan } from "../lib/cli/plan/diff";
 import { renderDiff, type DiffReport } from "../lib/cli/plan/diff-format";
 import { programPlans } from "../lib/cli/plan/diff-program";
@@ -11,6 +12,7 @@ import { stopsOf } from "../lib/cli/plan/diff-run";
 import { reviewSummary, type ReviewSummary } from "../lib/cli/plan/diff-summary";
 import { planChain, repoRoot } from "../lib/cli/plan/projects";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { stepsAlone } from "./verification-events-support";
 
 const pipeline = validatePipeline(definition);
 let platform: ProjectPlan[];
@@ -33,6 +35,7 @@ function stepOf(before: PlanResource | undefined, after: PlanResource | undefine
   const r = (after ?? before)!;
   const step: Step = { op, type: r.type, urn: r.urn };
   if (before) step.oldInputs = before.inputs;
+  if (before?.options.retainOnDelete) step.retainOnDelete = true;
   if (after) step.newInputs = after.inputs;
   if (before && after)
     step.diffs = [...new Set([...Object.keys(before.inputs), ...Object.keys(after.inputs)])].filter(
@@ -99,7 +102,44 @@ describe("the plan diff's headings", () => {
     const empty = all.map((p) => ({ ...p, resources: [] }));
     expectHeadedAsClassified(all, empty, "delete");
     const loss = reviewSummary(diffPlans(all, empty), all, empty).loss;
-    expect(loss).toHaveLength(all.flatMap((p) => p.resources).length);
+    // Every resource but the providers (the classifier's rule: they hold nothing in the cloud) and those
+    // left in the cloud.
+    const held = all
+      .flatMap((p) => p.resources)
+      .filter((r) => !r.type.startsWith("pulumi:providers:") && !r.options.retainOnDelete);
+    expect(loss.map((f) => f.urn).sort()).toEqual(held.map((r) => r.urn).sort());
+  });
+
+  it("say a removed resource with retainOnDelete is left in the cloud, in the Job's words, and not a loss", () => {
+    const target = programs[0]!.resources.find((r) => !r.type.startsWith("pulumi:providers:"))!;
+    const before = edited(programs, target.name, (r) => ({
+      ...r,
+      options: { ...r.options, retainOnDelete: true },
+    }));
+    const after = edited(programs, target.name, () => null);
+    const diff = diffPlans(before, after);
+    const summary = reviewSummary(diff, before, after);
+    expect(summary.loss.map((f) => f.urn)).not.toContain(target.urn);
+    const report: DiffReport = {
+      base: { ref: "main", commit: "0".repeat(40) },
+      diff,
+      summary,
+      violations: [],
+      before,
+      after,
+    };
+    const text = renderDiff(report, "text");
+    expect(text).toContain(LEFT_IN_CLOUD);
+    // The Job, reading the engine's delete of that resource, says the same words and no loss.
+    const job = stepsAlone({ op: "delete", type: target.type, name: target.name, retainOnDelete: true });
+    expect(stopLines(stops(job, "all"))[0]).toContain(LEFT_IN_CLOUD);
+    expect(stops(job, ["loss"])).toEqual([]);
+    // Without retainOnDelete, both call it a loss.
+    const plain = diffPlans(programs, after);
+    expect(reviewSummary(plain, programs, after).loss.map((f) => f.urn)).toContain(target.urn);
+    expect(
+      renderDiff({ ...report, diff: plain, summary: reviewSummary(plain, programs, after) }, "text"),
+    ).not.toContain(LEFT_IN_CLOUD);
   });
 
   it("head a promoted program's updates by the classifier's classes, and say where each stops and who decides", () => {

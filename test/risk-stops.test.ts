@@ -10,7 +10,13 @@ import { programStages } from "../lib/pipeline/graph";
 import { stageSpec } from "../lib/pipeline/promotion";
 import { approverGroups, deciderRoles } from "../lib/pipeline/rbac";
 import { pipelineMermaid } from "../lib/pipeline/diagram";
-import { RISK_CLASSES as CLASSIFIED, classifyStep } from "../kargo/verification/classify.mjs";
+import {
+  RISK_CLASSES as CLASSIFIED,
+  SECRET_SIG,
+  SECRET_SIG_KEY,
+  UNKNOWN,
+  classifyStep,
+} from "../kargo/verification/classify.mjs";
 import { analysisTemplateKinds } from "../lib/pipeline/verification";
 import {
   DEFAULT_STOP_ON,
@@ -93,8 +99,20 @@ describe("what stops each environment's Freight", () => {
       diffs: ["tags"],
     });
     expect([rolePolicy, unblocked, tagged]).toEqual([["privilege"], ["exposure"], []]);
+    // "because it cannot be told": a CIDR unknown at preview or secret stops qa; a rule whose only unknowns
+    // are references passes.
+    const rule = (newInputs: Record<string, unknown>) =>
+      classifyStep({
+        op: "create",
+        type: "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+        newInputs,
+      });
+    const unknownCidr = rule({ securityGroupId: UNKNOWN, cidrIpv4: UNKNOWN });
+    const secretCidr = rule({ cidrIpv4: { [SECRET_SIG_KEY]: SECRET_SIG, ciphertext: "[secret]" } });
+    const reference = rule({ securityGroupId: UNKNOWN, referencedSecurityGroupId: UNKNOWN });
+    expect([unknownCidr, secretCidr, reference]).toEqual([["exposure"], ["exposure"], []]);
     // "in qa ... (privilege) or ... (exposure). In dev the same change passes"; a tag passes everywhere.
-    for (const classes of [rolePolicy, unblocked]) {
+    for (const classes of [rolePolicy, unblocked, unknownCidr, secretCidr]) {
       expect(stopsIn(classes)).toContain("qa");
       expect(stopsIn(classes)).not.toContain("dev");
     }

@@ -206,7 +206,7 @@ describe("the rules", () => {
 
 describe("stepFromEngineEvent", () => {
   // An engine event's resourcePreEvent.metadata as Pulumi Cloud stores it (pulumi-cloud-sdk apitype
-  // AppStepEventMetadata and AppStepEventStateMetadata).
+  // AppStepEventMetadata and AppStepEventStateMetadata; pulumi/pulumi v3.274.1 apitype/events.go).
   const metadata = {
     op: "update",
     urn: "urn:pulumi:dev::app::aws:s3/bucketV2:BucketV2::data",
@@ -214,6 +214,7 @@ describe("stepFromEngineEvent", () => {
     old: {
       type: "aws:s3/bucketV2:BucketV2",
       urn: "u",
+      custom: true,
       id: "b",
       parent: "",
       provider: "p",
@@ -223,6 +224,7 @@ describe("stepFromEngineEvent", () => {
     new: {
       type: "aws:s3/bucketV2:BucketV2",
       urn: "u",
+      custom: true,
       id: "b",
       parent: "",
       provider: "p",
@@ -242,6 +244,7 @@ describe("stepFromEngineEvent", () => {
       oldInputs: { policy: "a" },
       newInputs: { policy: "b" },
       diffs: ["policy", "tags"],
+      custom: true,
     });
     expect(classifyStep(stepFromEngineEvent(metadata))).toEqual(["privilege"]);
   });
@@ -268,6 +271,7 @@ describe("stepFromEngineEvent", () => {
       type: metadata.type,
       urn: metadata.urn,
       newInputs: { policy: "b" },
+      custom: true,
     });
     const gone = stepFromEngineEvent({
       ...metadata,

@@ -4,16 +4,29 @@
 import { describe as group, expect, it } from "vitest";
 import { RISK_CLASSES, type Step } from "../kargo/verification/classify.mjs";
 import {
+  LESS_THAN_REPLACE,
   NEUTRAL_OPS,
   changes,
   compare,
   describe,
+  matchedRecord,
   parseStopOn,
   recordOf,
   stopLines,
   stops,
 } from "../kargo/verification/compare.mjs";
-import { urn, role, bucket, sg, db, replace, steps, type Meta } from "./verification-events-support";
+import {
+  urn,
+  role,
+  bucket,
+  sg,
+  db,
+  replace,
+  steps,
+  stepsAlone,
+  unknownValue,
+  type Meta,
+} from "./verification-events-support";
 
 group("STOP_ON", () => {
   it("is all, a comma-separated subset of the classes, or empty", () => {
@@ -50,7 +63,7 @@ group("STOP_ON", () => {
 
   it("with all, stops on every step that changes something, and on none that changes nothing", () => {
     expect(stops(preview, "all").map((s) => s.step.op)).toEqual(["update", "create"]);
-    expect(stops(steps(...NEUTRAL_OPS.map((op) => ({ op, ...role, name: op }))), "all")).toEqual([]);
+    expect(stops(stepsAlone(...NEUTRAL_OPS.map((op) => ({ op, ...role, name: op }))), "all")).toEqual([]);
   });
 
   it("says each stopped resource's name, type, op, classes and changed keys", () => {
@@ -100,7 +113,7 @@ group("compare", () => {
   });
 
   it("passes steps that change nothing wherever they appear: same, read, refresh and the discards", () => {
-    const update = p(...NEUTRAL_OPS.map((op) => ({ op, ...bucket })));
+    const update = stepsAlone(...NEUTRAL_OPS.map((op) => ({ op, ...bucket })));
     expect(compare([], update)).toEqual({ matched: [], unexpected: [], neutral: update });
     expect(NEUTRAL_OPS.every((op) => !changes({ op, type: "t" }))).toBe(true);
     for (const op of [
@@ -221,6 +234,84 @@ group("compare", () => {
     expect(why(p({ op: "create", ...sg, inputs: open }), p({ op: "create", ...sg, inputs: closed }))).toEqual(
       [],
     );
+  });
+});
+
+group("an update that did less than a previewed replacement", () => {
+  const why = (preview: Step[], update: Step[]) =>
+    compare(preview, update).unexpected.map((u) => [u.step.op, u.why]);
+  // The preview replaced the database: its subnet group, a replacement trigger, was unknown at preview. The
+  // update found it unchanged, and the provider updated the database in place.
+  const previewed = steps(
+    {
+      op: "create-replacement",
+      ...db,
+      keys: ["dbSubnetGroupName"],
+      diffs: ["dbSubnetGroupName", "tags"],
+      inputs: { dbSubnetGroupName: unknownValue },
+    },
+    {
+      op: "replace",
+      ...db,
+      keys: ["dbSubnetGroupName"],
+      diffs: ["dbSubnetGroupName", "tags"],
+      inputs: { dbSubnetGroupName: unknownValue },
+    },
+    { op: "delete-replaced", ...db },
+  );
+
+  it("passes, and is recorded as less than its preview", () => {
+    const update = steps({ op: "update", ...db, diffs: ["tags"] });
+    const r = compare(previewed, update);
+    expect(r.unexpected).toEqual([]);
+    expect(r.matched).toEqual([{ step: update[0], preview: previewed[1], lessThan: LESS_THAN_REPLACE }]);
+    expect(LESS_THAN_REPLACE).toMatch(
+      /^less than its preview: the preview replaced it .*updated it in place$/,
+    );
+    expect(matchedRecord(r.matched)).toEqual([
+      {
+        urn: urn(db.type, db.name),
+        type: db.type,
+        op: "update",
+        classes: [],
+        diffs: ["tags"],
+        lessThan: LESS_THAN_REPLACE,
+      },
+    ]);
+    // A step that matched its own op is recorded as it is.
+    expect(matchedRecord(compare(update, update).matched)[0]).not.toHaveProperty("lessThan");
+  });
+
+  it("fails an in-place update that changed what the replacement did not, or carries a class it had not", () => {
+    expect(why(previewed, steps({ op: "update", ...db, diffs: ["tags", "publiclyAccessible"] }))).toEqual([
+      ["update", "changed publiclyAccessible, which the preview did not show changing"],
+    ]);
+    const closed = { ingress: [{ cidrBlocks: ["10.0.0.0/8"] }] };
+    const open = { ingress: [{ cidrBlocks: ["0.0.0.0/0"] }] };
+    const group = steps(
+      { op: "replace", ...sg, diffs: ["ingress"], inputs: closed },
+      { op: "create-replacement", ...sg, diffs: ["ingress"], inputs: closed },
+    );
+    expect(why(group, steps({ op: "update", ...sg, diffs: ["ingress"], inputs: open }))).toEqual([
+      ["update", "is exposure, which its preview step was not"],
+    ]);
+    expect(why(group, steps({ op: "update", ...sg, diffs: ["ingress"], inputs: closed }))).toEqual([]);
+  });
+
+  it("is only an update where the preview replaced: a delete or a create is not less", () => {
+    expect(why(previewed, steps({ op: "delete", ...db }))).toEqual([
+      ["delete", "the preview showed create-replacement, replace, delete-replaced, not delete"],
+    ]);
+    expect(
+      why(
+        steps(
+          { op: "create-replacement", ...db },
+          { op: "replace", ...db },
+          { op: "delete-replaced", ...db },
+        ).filter((s) => s.op !== "replace"),
+        steps({ op: "update", ...db }),
+      ),
+    ).toEqual([["update", "the preview showed create-replacement, delete-replaced, not update"]]);
   });
 });
 

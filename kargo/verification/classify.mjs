@@ -2,12 +2,15 @@
 // classifier for the in-cluster verification (verify.mjs, over Pulumi Cloud's engine events) and the plan
 // diff's headings (lib/cli/plan/diff-*, over two offline plans), so the two never disagree.
 //
-// A step is normalized: { op, type, urn?, oldInputs?, newInputs?, diffs? }. `op` is a Pulumi engine step op
-// (pulumi/pulumi v3.270.0 sdk/go/common/apitype/events.go OpType; the same list as pulumi-cloud-sdk
-// apitype AppOpType), `type` the resource type token, `diffs` the changed top-level input keys.
+// A step is normalized: { op, type, urn?, oldInputs?, newInputs?, diffs?, custom?, retainOnDelete? }. `op` is
+// a Pulumi engine step op (pulumi/pulumi v3.274.1 sdk/go/common/apitype/history.go OpType; the same list as
+// pulumi-cloud-sdk apitype AppOpType), `type` the resource type token, `diffs` the changed top-level input
+// keys, `custom` false for a component (absent: not told, taken as custom), `retainOnDelete` the old state's.
 //
 // The classes:
-// - loss: the step deletes or replaces a resource (its data, its identity, whatever depended on its ID).
+// - loss: the step deletes or replaces a resource (its data, its identity, whatever depended on its ID); not
+//   a component's or a provider's step (neither has a cloud object), and not the delete of a resource with
+//   `retainOnDelete`, which is left in the cloud (LEFT_IN_CLOUD, the words the plan diff uses too).
 // - privilege: the step changes who may do what: IAM, KMS key policies and grants, resource policies,
 //   Kubernetes RBAC.
 // - exposure: the step widens network reach or public access: ingress from anywhere, S3 public access,
@@ -24,29 +27,68 @@
 //   which keys changed and its inputs cannot tell, the rule matches: what cannot be told stops); on a
 //   create or replacement, one of them is set in the new inputs (or the new inputs are unknown);
 // - `when` (when given): the new inputs say so (a value test such as "ingress from 0.0.0.0/0"); when the
-//   new inputs are unknown (absent), the rule matches. A value unknown at preview time (the engine's
-//   unknown sentinel) counts as matching, since it may turn out to be anything.
+//   new inputs are unknown (absent), the rule matches. A value the test reads that is unknown at preview time
+//   (the engine's unknown sentinel) or secret (the engine's blinded secret) counts as matching, since it may
+//   be anything, and the match says which and why (`unclear`); an unknown or secret value the test does not
+//   read (a security group rule's `securityGroupId`) decides nothing.
 
-import { CHANGE_OPS, LOSS_OPS, RISK_CLASSES, RULES, UNKNOWN, isObject } from "./rules.mjs";
+import {
+  CHANGE_OPS,
+  LEFT_IN_CLOUD,
+  LOSS_OPS,
+  RISK_CLASSES,
+  RULES,
+  UNKNOWN,
+  isObject,
+  isProvider,
+  leftInCloud,
+} from "./rules.mjs";
+import { SECRET_SIG, SECRET_SIG_KEY, unclear } from "./values.mjs";
 
-export { CHANGE_OPS, LOSS_OPS, RISK_CLASSES, RULES, UNKNOWN };
+export {
+  CHANGE_OPS,
+  LEFT_IN_CLOUD,
+  LOSS_OPS,
+  RISK_CLASSES,
+  RULES,
+  SECRET_SIG,
+  SECRET_SIG_KEY,
+  UNKNOWN,
+  isProvider,
+  leftInCloud,
+};
 
 const typeMatches = (patterns, type) =>
   patterns.some((p) => (p.endsWith("*") ? type.startsWith(p.slice(0, -1)) : p === type));
 
-/** The changed top-level keys: the step's own, else those whose inputs differ, else undefined (unknown). */
+/** Whether a value is, or holds, one that cannot be told (unknown at preview, or secret). */
+const hasUnclear = (v) => unclear(v).found.length > 0;
+
+/**
+ * The changed top-level keys: the step's own, else those whose inputs differ (or hold a value that cannot
+ * be told: two secrets read the same, blinded), else undefined (unknown).
+ */
 function changedKeys(step) {
   if (Array.isArray(step.diffs)) return step.diffs.map((k) => String(k).split(/[.[]/)[0]);
   if (!isObject(step.oldInputs) || !isObject(step.newInputs)) return undefined;
   const keys = new Set([...Object.keys(step.oldInputs), ...Object.keys(step.newInputs)]);
-  return [...keys].filter((k) => JSON.stringify(step.oldInputs[k]) !== JSON.stringify(step.newInputs[k]));
+  return [...keys].filter(
+    (k) =>
+      JSON.stringify(step.oldInputs[k]) !== JSON.stringify(step.newInputs[k]) ||
+      hasUnclear(step.oldInputs[k]) ||
+      hasUnclear(step.newInputs[k]),
+  );
 }
 
-/** Whether one rule matches the step. */
-export function ruleMatches(rule, step) {
+/**
+ * Whether one rule matches the step: false, or the values it could not tell that made it match (each
+ * `<path> unknown at preview` or `<path> secret`; [] when it matched on what it read).
+ */
+export function ruleMatch(rule, step) {
   if (!isObject(step) || typeof step.op !== "string" || typeof step.type !== "string") return false;
   if (!(rule.ops ?? CHANGE_OPS).includes(step.op)) return false;
   if (!typeMatches(rule.types, step.type)) return false;
+  if (rule.step && !rule.step(step)) return false;
   const inputs = isObject(step.newInputs) ? step.newInputs : undefined;
   if (step.op === "update" && (rule.keys || rule.ignoreKeys)) {
     const changed = changedKeys(step);
@@ -59,8 +101,14 @@ export function ruleMatches(rule, step) {
     // unset value may be the risky default).
     if (!rule.keys.some((k) => inputs[k] !== undefined && inputs[k] !== null)) return false;
   }
-  return !rule.when || !inputs || rule.when(inputs);
+  if (!rule.when || !inputs) return [];
+  const marked = unclear(inputs);
+  if (!rule.when(marked.inputs)) return false;
+  return marked.found.filter((u) => u.used).map((u) => `${u.path} ${u.why}`);
 }
+
+/** Whether one rule matches the step. */
+export const ruleMatches = (rule, step) => ruleMatch(rule, step) !== false;
 
 /** The rules that match the step, for a message saying why. */
 export const matchingRules = (step) => RULES.filter((r) => ruleMatches(r, step));
@@ -72,9 +120,26 @@ export function classifyStep(step) {
 }
 
 /**
+ * The values that could not be told and put the step in a class, by class: `{ exposure: ["ingress[0]
+ * .cidrBlocks unknown at preview"] }`. A class some rule gives on what it read has none: it holds anyway.
+ */
+export function unclearOf(step) {
+  const byClass = {};
+  for (const rule of RULES) {
+    const found = ruleMatch(rule, step);
+    if (found === false) continue;
+    const sure = found.length === 0 || byClass[rule.class]?.length === 0;
+    byClass[rule.class] = sure ? [] : [...new Set([...(byClass[rule.class] ?? []), ...found])];
+  }
+  return Object.fromEntries(Object.entries(byClass).filter(([, v]) => v.length > 0));
+}
+
+/**
  * The normalized step of a Pulumi Cloud engine event's `resourcePreEvent.metadata` (pulumi-cloud-sdk apitype
  * AppStepEventMetadata; pulumi/pulumi apitype StepEventMetadata): its op, type and URN, the old and new
- * states' inputs, and the changed keys (`diffs`, else the top-level keys of `detailedDiff`, else unknown).
+ * states' inputs, the changed keys (`diffs`, else the top-level keys of `detailedDiff`, else unknown),
+ * whether it is a custom resource (the state's `custom`, omitted when false) and the old state's
+ * `retainOnDelete`.
  */
 export function stepFromEngineEvent(metadata) {
   if (!isObject(metadata)) throw new Error("an engine event's step metadata is not an object");
@@ -84,6 +149,9 @@ export function stepFromEngineEvent(metadata) {
   const step = { op, type, urn };
   if (isObject(metadata.old) && isObject(metadata.old.inputs)) step.oldInputs = metadata.old.inputs;
   if (isObject(metadata.new) && isObject(metadata.new.inputs)) step.newInputs = metadata.new.inputs;
+  const state = isObject(metadata.new) ? metadata.new : isObject(metadata.old) ? metadata.old : undefined;
+  if (state) step.custom = state.custom === true;
+  if (isObject(metadata.old) && metadata.old.retainOnDelete === true) step.retainOnDelete = true;
   // `diffs` is omitted when empty, and an empty `detailedDiff` means none was available: neither says
   // "nothing changed", so the keys are then unknown and the inputs are compared instead.
   const paths = [

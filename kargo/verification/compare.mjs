@@ -21,12 +21,25 @@
 //   inputs moved after the preview (drift, another program, a hand change), which is what this check exists
 //   to catch. Preview again to see it.
 // - The preview showing more than the update did (an update whose unknowns turned out unchanged) passes:
-//   what was approved is a superset of what happened.
-// - Events are complete only with the operation's summary event, and when its counts of each changing op
-//   (engine update.go OnResourceStepPost: logical, non-internal steps) equal the logical steps the events
-//   hold: otherwise events are missing and nothing is compared.
+//   what was approved is a superset of what happened. So does an `update` of a resource the preview
+//   replaced (a replacement trigger or ForceNew input unknown at preview turned out unchanged, and the
+//   provider updated it in place), when it changed no key and has no class beyond the replacement's: it
+//   is recorded as less than its preview (`lessThan`).
+// - Events are complete only with the operation's summary event, when its counts of each op it counts
+//   exactly (COUNTED_OPS; engine update.go OnResourceStepPost: logical, non-internal steps) equal the
+//   logical steps the events hold and its `read`s are no more than they hold (a read that changed nothing
+//   is not counted), and when each replacement is whole (REPLACEMENT_HALVES): otherwise events are missing
+//   (Incomplete) and nothing is compared.
 
-import { LOSS_OPS, RISK_CLASSES, classifyStep, stepFromEngineEvent } from "./classify.mjs";
+import {
+  LEFT_IN_CLOUD,
+  LOSS_OPS,
+  RISK_CLASSES,
+  classifyStep,
+  leftInCloud,
+  stepFromEngineEvent,
+  unclearOf,
+} from "./classify.mjs";
 
 /** Ops that change nothing in the cloud (sdk/go/common/apitype OpType). */
 export const NEUTRAL_OPS = [
@@ -39,14 +52,35 @@ export const NEUTRAL_OPS = [
   "remove-pending-replace",
 ];
 
-/** The ops whose counts the summary event holds for logical steps, and the events must match. */
-export const COUNTED_OPS = ["create", "update", "delete", "replace"];
+/**
+ * The ops whose counts the summary event holds for logical steps, and the events must match: every logical
+ * step but `same` (the summary counts the untargeted ones the CLI does not upload: pulumi/pulumi v3.274.1
+ * pkg/backend/httpstate/state.go isUntargetedEvent) and `read` (counted only when its outputs changed:
+ * update.go shouldRecordReadStep). A `refresh` of `pulumi up --refresh` is not logical, and not counted.
+ */
+export const COUNTED_OPS = ["create", "update", "delete", "replace", "import", "discard"];
+
+/**
+ * The halves the engine makes with each logical `replace` of a resource (step_generator.go): its create
+ * (create-replacement; import-replacement or read-replacement for an imported or read resource), always;
+ * and its delete (delete-replaced; discard-replaced for a read one), after it when the create came first
+ * (create-before-delete). A delete-before-replace's delete comes first, or not at all when an earlier,
+ * interrupted update already deleted the old resource, which the events cannot tell from a lost one.
+ */
+export const REPLACEMENT_HALVES = {
+  create: ["create-replacement", "import-replacement", "read-replacement"],
+  delete: ["delete-replaced", "discard-replaced"],
+};
+
+/** Events that are not all there yet: the Job reads them again, for a while, before it fails. */
+export class Incomplete extends Error {}
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
  * The resource steps of an operation's engine events (one per resourcePreEvent, with its `logical` flag),
- * in order. Throws when the events are not complete: no summary event, or counts that disagree with it.
+ * in order. Throws Incomplete when the events are not all there (no summary event, counts that disagree
+ * with it, a replacement missing a half), and an Error when they are not the engine's events.
  */
 export function stepsOf(events) {
   if (!Array.isArray(events)) throw new Error("the engine events are not a list");
@@ -64,14 +98,37 @@ export function stepsOf(events) {
       summary = event.summaryEvent.resourceChanges;
     }
   }
-  if (!summary) throw new Error(`events incomplete: no summary event among ${events.length} event(s)`);
-  for (const op of COUNTED_OPS) {
-    const counted = summary[op] ?? 0;
-    const held = steps.filter((s) => s.logical && s.op === op).length;
-    if (counted !== held)
-      throw new Error(`events incomplete: the summary counts ${counted} ${op}(s), the events hold ${held}`);
-  }
+  if (!summary) throw new Incomplete(`events incomplete: no summary event among ${events.length} event(s)`);
+  const held = (op) => steps.filter((s) => s.logical && s.op === op).length;
+  for (const op of COUNTED_OPS)
+    if ((summary[op] ?? 0) !== held(op))
+      throw new Incomplete(
+        `events incomplete: the summary counts ${summary[op] ?? 0} ${op}(s), the events hold ${held(op)}`,
+      );
+  if ((summary.read ?? 0) > held("read"))
+    throw new Incomplete(
+      `events incomplete: the summary counts ${summary.read} read(s), the events hold ${held("read")}`,
+    );
+  const missing = missingHalves(steps);
+  if (missing) throw new Incomplete(`events incomplete: ${missing}`);
   return steps;
+}
+
+/** The first replacement missing a half, said; undefined when each is whole. */
+function missingHalves(steps) {
+  const at = (ops, urn) => steps.findIndex((s) => ops.includes(s.op) && s.urn === urn);
+  for (const [i, s] of steps.entries()) {
+    const replace = s.op === "replace" && s.logical;
+    const halfCreate = REPLACEMENT_HALVES.create.includes(s.op);
+    if (!replace && !halfCreate) continue;
+    const other = replace ? at(REPLACEMENT_HALVES.create, s.urn) : at(["replace"], s.urn);
+    if (other < 0)
+      return `${s.op} of ${describe(s)} without its ${replace ? REPLACEMENT_HALVES.create.join(" or ") : "replace"}`;
+    // Create-before-delete: the old resource is deleted once the replacement exists, later on.
+    if (replace && other < i && at(REPLACEMENT_HALVES.delete, s.urn) < 0)
+      return `replace of ${describe(s)} without its ${REPLACEMENT_HALVES.delete.join(" or ")}`;
+  }
+  return undefined;
 }
 
 /** STOP_ON parsed: "all", or the classes listed (empty: stops for nothing). */
@@ -91,15 +148,15 @@ export function parseStopOn(value) {
 export const changes = (step) => !NEUTRAL_OPS.includes(step.op);
 
 /**
- * The steps that stop a preview, each with its classes: those with a class STOP_ON lists, or with "all"
- * every step that changes something.
+ * The steps that stop a preview, each with its classes and what could not be told (`unclear`, by class):
+ * those with a class STOP_ON lists, or with "all" every step that changes something.
  */
 export function stops(steps, stopOn) {
   const out = [];
   for (const step of steps) {
     const classes = classifyStep(step);
     if (stopOn === "all" ? changes(step) : classes.some((c) => stopOn.includes(c)))
-      out.push({ step, classes });
+      out.push({ step, classes, unclear: unclearOf(step) });
   }
   return out;
 }
@@ -124,12 +181,19 @@ export function compare(previewSteps, updateSteps) {
     }
     const shown = byUrn.get(u.urn) ?? [];
     const p = shown.find((s) => s.op === u.op && s.type === u.type);
-    const why = p ? exceeds(p, u) : notShown(shown, u);
+    // Less than a replacement: the preview replaced it, the update updated it in place.
+    const replaced =
+      p ?? (u.op === "update" ? shown.find((s) => s.op === "replace" && s.type === u.type) : undefined);
+    const why = replaced ? exceeds(replaced, u) : notShown(shown, u);
     if (why) unexpected.push({ step: u, why });
-    else matched.push({ step: u, preview: p });
+    else matched.push({ step: u, preview: replaced, ...(p ? {} : { lessThan: LESS_THAN_REPLACE }) });
   }
   return { matched, unexpected, neutral };
 }
+
+/** What the record says of an update that did less than its preview's replacement. */
+export const LESS_THAN_REPLACE =
+  "less than its preview: the preview replaced it (a replacement trigger unknown at preview), the update updated it in place";
 
 /** Why an update step that the preview had with the same op still does more; undefined when it does not. */
 function exceeds(p, u) {
@@ -162,21 +226,34 @@ export function describe(step) {
   return `${name} (${step.type})`;
 }
 
-/** One line per stopped step: what, its op and classes, the keys it changes. */
+/** One line per stopped step: what, its op and classes (with what could not be told), the keys it changes. */
 export function stopLines(stopped) {
-  return stopped.map(({ step, classes }) => {
+  return stopped.map(({ step, classes, unclear = {} }) => {
     const keys = Array.isArray(step.diffs) && step.diffs.length ? `; changes ${step.diffs.join(", ")}` : "";
-    const cls = classes.length ? classes.join(", ") : "a change";
-    return `- ${describe(step)}: ${step.op}, ${cls}${keys}`;
+    const cls = classes.map((c) => (unclear[c] ? `${c} (${unclear[c].join(", ")})` : c));
+    if (leftInCloud(step)) cls.push(LEFT_IN_CLOUD);
+    return `- ${describe(step)}: ${step.op}, ${cls.length ? cls.join(", ") : "a change"}${keys}`;
   });
 }
 
-/** The steps of a record: what an auditor reads and an update is compared against. */
+/**
+ * The steps of a record: what an auditor reads and an update is compared against. A step left in the cloud
+ * says so; a matched step that did less than its preview says how (`lessThan`).
+ */
 export const recordOf = (steps) =>
-  steps.filter(changes).map((s) => ({
-    urn: s.urn,
-    type: s.type,
-    op: s.op,
-    classes: classifyStep(s),
-    ...(Array.isArray(s.diffs) ? { diffs: s.diffs } : {}),
-  }));
+  steps.filter(changes).map((s) => {
+    const unclear = unclearOf(s);
+    return {
+      urn: s.urn,
+      type: s.type,
+      op: s.op,
+      classes: classifyStep(s),
+      ...(Array.isArray(s.diffs) ? { diffs: s.diffs } : {}),
+      ...(Object.keys(unclear).length ? { unclear } : {}),
+      ...(leftInCloud(s) ? { leftInCloud: LEFT_IN_CLOUD } : {}),
+    };
+  });
+
+/** The matched steps of a comparison, as recorded: each step's record, and how it did less, if it did. */
+export const matchedRecord = (matched) =>
+  matched.map((m) => ({ ...recordOf([m.step])[0], ...(m.lessThan ? { lessThan: m.lessThan } : {}) }));

@@ -5,6 +5,9 @@
 // rows are in cost-rules.mjs.
 
 import { COST_RULES } from "./cost-rules.mjs";
+import { OPEN_CIDRS, PUBLIC_ACLS, anyOf, isFalse, isTrue, notSet, oneOf, openIngress } from "./values.mjs";
+
+export { UNKNOWN, isObject } from "./values.mjs";
 
 export const RISK_CLASSES = ["loss", "privilege", "exposure", "cost"];
 
@@ -19,50 +22,37 @@ export const LOSS_OPS = ["delete", "replace", "create-replacement", "delete-repl
  */
 export const CHANGE_OPS = ["create", "update", "replace", "create-replacement"];
 
-/**
- * The string Pulumi's engine puts where a value is unknown at preview time (pulumi/pulumi
- * sdk/go/common/resource/plugin UnknownStringValue), as it reaches the engine events' inputs.
- */
-export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
-
-const OPEN_CIDRS = ["0.0.0.0/0", "::/0"];
-const PUBLIC_ACLS = ["public-read", "public-read-write", "authenticated-read"];
-
-export const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
-const list = (v) => (Array.isArray(v) ? v : v === undefined || v === null ? [] : [v]);
-/** True when a value is, or holds, the engine's unknown sentinel. */
-const unknown = (v) =>
-  v === UNKNOWN || (Array.isArray(v) ? v.some(unknown) : isObject(v) && Object.values(v).some(unknown));
-/** A value that is one of `values`, or unknown. */
-const oneOf = (v, values) => unknown(v) || list(v).some((x) => values.includes(x));
-/** A boolean input that is false, unset (every provider default it stands for here is false), or unknown. */
-const isFalse = (v) => unknown(v) || v === undefined || v === null || v === false;
-const isTrue = (v, absent = false) =>
-  unknown(v) || (v === undefined || v === null ? absent === true : v === true);
-const anyOf = (items, test) =>
-  unknown(items) || list(items).some((i) => unknown(i) || (isObject(i) && test(i)));
-
-/** Ingress from anywhere in a security group's rule list (classic and native shapes). */
-const openIngress = (rules) =>
-  anyOf(
-    rules,
-    (r) =>
-      oneOf(r.cidrBlocks, OPEN_CIDRS) ||
-      oneOf(r.ipv6CidrBlocks, OPEN_CIDRS) ||
-      oneOf(r.cidrIp, OPEN_CIDRS) ||
-      oneOf(r.cidrIpv4, OPEN_CIDRS) ||
-      oneOf(r.cidrIpv6, OPEN_CIDRS),
-  );
-
 const ANY = ["*"];
+
+/** A provider resource: deleting or replacing one removes nothing; its resources' own steps say what goes. */
+export const isProvider = (type) => typeof type === "string" && type.startsWith("pulumi:providers:");
+
+/**
+ * A delete that leaves the resource in the cloud, only dropped from the stack: `retainOnDelete` (the
+ * engine's DeleteStep.Apply skips the provider's Delete, pulumi/pulumi v3.274.1
+ * pkg/resource/deploy/step.go). A replacement of such a resource still moves the stack to a new one.
+ */
+export const leftInCloud = (step) =>
+  ["delete", "delete-replaced"].includes(step.op) && step.retainOnDelete === true && destroysKind(step);
+
+/** What both users of the classifier say of a resource left in the cloud. */
+export const LEFT_IN_CLOUD = "left in the cloud (retainOnDelete), only dropped from the stack";
+
+/**
+ * A custom resource other than a provider: a component (`custom` false) has no cloud object (DeleteStep.Apply
+ * calls the provider only for custom resources; its children's own steps say what goes). A step that does not
+ * say (`custom` absent) is taken as custom: what cannot be told stops.
+ */
+const destroysKind = (step) => step.custom !== false && !isProvider(step.type);
+const destroys = (step) => destroysKind(step) && !leftInCloud(step);
 
 /**
  * The rules, in no particular order: a step has a class when any rule of that class matches. `types` are
  * type tokens; a trailing `*` matches any token with that prefix. `ops` defaults to CHANGE_OPS.
  */
 export const RULES = [
-  // loss: by the op alone, whatever the type.
-  { class: "loss", types: ANY, ops: LOSS_OPS, why: "deletes or replaces the resource" },
+  // loss: by the op, whatever the type, when it removes something from the cloud.
+  { class: "loss", types: ANY, ops: LOSS_OPS, step: destroys, why: "deletes or replaces the resource" },
 
   // privilege: identity and access.
   {
@@ -235,7 +225,7 @@ export const RULES = [
     keys: ["publicAccessBlockConfiguration", "accessControl"],
     when: (i) =>
       oneOf(i.accessControl, ["PublicRead", "PublicReadWrite", "AuthenticatedRead"]) ||
-      !isObject(i.publicAccessBlockConfiguration) ||
+      notSet(i.publicAccessBlockConfiguration) ||
       ["blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"].some((k) =>
         isFalse(i.publicAccessBlockConfiguration[k]),
       ),
@@ -313,7 +303,7 @@ export const RULES = [
     keys: ["vpcConfig"],
     // EKS's endpoint is public unless endpointPublicAccess is false (pulumi-aws eks.Cluster vpcConfig).
     when: (i) =>
-      !isObject(i.vpcConfig) ||
+      notSet(i.vpcConfig) ||
       (isTrue(i.vpcConfig.endpointPublicAccess, true) &&
         oneOf(i.vpcConfig.publicAccessCidrs ?? OPEN_CIDRS, OPEN_CIDRS)),
     why: "a Kubernetes API endpoint open to the internet",
@@ -347,7 +337,7 @@ export const RULES = [
     class: "exposure",
     types: ["kubernetes:core/v1:Service"],
     keys: ["spec"],
-    when: (i) => !isObject(i.spec) || oneOf(i.spec.type, ["LoadBalancer", "NodePort"]),
+    when: (i) => notSet(i.spec) || oneOf(i.spec.type, ["LoadBalancer", "NodePort"]),
     why: "a Service reachable from outside the cluster",
   },
 

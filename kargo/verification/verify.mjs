@@ -8,8 +8,11 @@
 // - an update passes only when each of its steps is one its succeeded preview of the same commit on the same
 //   stack showed (compare.mjs), and never when it cannot compare them.
 // Either way it prints its record on stdout, one JSON line: the operations verified, and what stopped them.
+// Events that are not all there yet (fewer than the operation's summary counts, right after it succeeded)
+// are read again at each interval, as many times as errors are allowed in a row, before it fails.
 // It exits 1 with the reason on stderr once the operation failed, stopped or did more than its preview;
-// once Pulumi Cloud has not answered with the JSON it documents too many times in a row; or at the timeout.
+// once Pulumi Cloud has not answered with the JSON it documents too many times in a row; once the events
+// stayed incomplete; or at the timeout.
 //
 // Environment (set by lib/pipeline/verification.ts): PULUMI_API_URL, PULUMI_ORGANIZATION, PULUMI_PROJECT,
 // PULUMI_STACK, COMMIT, OPERATION (preview | update), PULUMI_CONSOLE_URL, STOP_ON, DECIDERS and
@@ -17,7 +20,17 @@
 // PAGE_SIZE, ERROR_LIMIT, PULUMI_ACCESS_TOKEN (from the Secret), JOB_NAME (its Job's, from the pod's label).
 
 import { cloudClient, isObject, NotFound, NotYet } from "./cloud.mjs";
-import { compare, describe, parseStopOn, recordOf, stepsOf, stopLines, stops } from "./compare.mjs";
+import {
+  Incomplete,
+  compare,
+  describe,
+  matchedRecord,
+  parseStopOn,
+  recordOf,
+  stepsOf,
+  stopLines,
+  stops,
+} from "./compare.mjs";
 import { writeRunMessage } from "./run-message.mjs";
 
 const env = (name) => {
@@ -183,10 +196,15 @@ async function verifyUpdate(update) {
     updateID,
     version: update.version,
     preview: { updateID: previewID, link },
-    matched: recordOf(result.matched.map((m) => m.step)),
+    matched: matchedRecord(result.matched),
     unexpected: result.unexpected.map((u) => ({ ...recordOf([u.step])[0], why: u.why })),
   });
-  if (!result.unexpected.length) return { ok: true };
+  const less = result.matched.filter((m) => m.lessThan);
+  if (!result.unexpected.length)
+    return {
+      ok: true,
+      note: less.map((m) => `- ${describe(m.step)}: ${m.step.op}: ${m.lessThan}`).join("\n"),
+    };
   return {
     ok: false,
     reason: [
@@ -224,14 +242,28 @@ const deadline = Date.now() + config.timeout;
 let errors = 0;
 let lastError = "";
 let notYet = "";
+let incomplete = 0;
+let incompleteSince = 0;
+let lastIncomplete = "";
 for (;;) {
   let result;
   try {
     result = await look();
     errors = 0;
     notYet = "";
+    incomplete = 0;
   } catch (error) {
-    if (error instanceof NotYet) {
+    if (error instanceof Incomplete) {
+      // Pulumi Cloud answered, with fewer events than the summary counts: read them again, within a bound.
+      errors = 0;
+      if (incomplete++ === 0) incompleteSince = Date.now();
+      lastIncomplete = error.message;
+      process.stderr.write(`look ${incomplete}: ${error.message}\n`);
+      if (incomplete > config.errorLimit)
+        await failVerdict(
+          `${error.message}; still so after ${incomplete} looks over ${Math.round((Date.now() - incompleteSince) / 1000)}s`,
+        );
+    } else if (error instanceof NotYet) {
       // An answer, so no error in a row; said at the timeout if it is still the answer then.
       errors = 0;
       notYet = error.message;
@@ -250,7 +282,8 @@ for (;;) {
   }
   if (result) {
     if (result.ok) {
-      process.stdout.write(`the ${config.operation} of ${config.commit} on ${stackName} passed\n`);
+      const note = result.note ? `; it did less than its preview:\n${result.note}` : "";
+      process.stdout.write(`the ${config.operation} of ${config.commit} on ${stackName} passed${note}\n`);
       process.exit(0);
     }
     await failVerdict(result.reason);
@@ -258,6 +291,10 @@ for (;;) {
   if (Date.now() + config.interval > deadline) {
     const notFound = `no succeeded ${config.operation} of ${config.commit} on ${stackName} within ${env("TIMEOUT")}`;
     // Pulumi Cloud failing to answer until the timeout is the reason, not a missing operation.
+    if (incomplete)
+      await failVerdict(
+        `${lastIncomplete}; still so at the timeout (${env("TIMEOUT")}), after ${incomplete} look(s)`,
+      );
     await failVerdict(
       errors
         ? `${notFound}; Pulumi Cloud (${config.api}) gave no usable answer the last ${errors} time(s); last: ${lastError}`

@@ -87,6 +87,7 @@ export const verificationScripts = [
   "classify.mjs",
   "rules.mjs",
   "cost-rules.mjs",
+  "values.mjs",
 ] as const;
 export const verificationScriptKey = verificationScripts[0];
 const scriptDir = "/verification";

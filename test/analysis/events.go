@@ -9,6 +9,8 @@ type step struct {
 	op, typ, name string
 	diffs         []string
 	inputs        map[string]any
+	// component: a component resource, whose states omit `custom`; retain: its old state's retainOnDelete.
+	component, retain bool
 }
 
 // urnOf is the step's URN on the stand-in's stack (pulumi/pulumi sdk/go/common/resource/urn.go:
@@ -33,7 +35,7 @@ func engineEvents(preview bool, steps ...step) []apitype.EngineEvent {
 			if inputs == nil {
 				inputs = map[string]any{}
 			}
-			return &apitype.AppStepEventStateMetadata{Type: s.typ, URN: urnOf(s), Custom: true, ID: "id-" + s.name, Inputs: inputs, Outputs: map[string]any{}, Provider: "urn:pulumi:dev::app::pulumi:providers:aws::default::1"}
+			return &apitype.AppStepEventStateMetadata{Type: s.typ, URN: urnOf(s), Custom: !s.component, RetainOnDelete: s.retain, ID: "id-" + s.name, Inputs: inputs, Outputs: map[string]any{}, Provider: "urn:pulumi:dev::app::pulumi:providers:aws::default::1"}
 		}
 		md := apitype.AppStepEventMetadata{Op: apitype.AppOpType(s.op), URN: urnOf(s), Type: s.typ, Diffs: s.diffs, Logical: s.logical(), Provider: "urn:pulumi:dev::app::pulumi:providers:aws::default::1"}
 		if s.op != "create" && s.op != "create-replacement" {

@@ -366,7 +366,7 @@ func expectReason(t *testing.T, jobs []jobRun, why string) {
 	t.Errorf("no failed Job says %q; they say %q", why, reasons)
 }
 
-var progress = regexp.MustCompile(`^(error \d+ in a row: |not there yet: |pod \d+: )`)
+var progress = regexp.MustCompile(`^(error \d+ in a row: |not there yet: |look \d+: |pod \d+: )`)
 
 // reasonOf is the last message a Job wrote on stderr: the lines after its last line of progress.
 func reasonOf(stderr string) string {

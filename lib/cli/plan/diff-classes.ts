@@ -2,9 +2,13 @@
 // (kargo/verification/classify.mjs) over the same normalized step, so that a pull request's plan diff and a
 // preview's verification never disagree on what a change is. The step is built from the two plans'
 // resources.json: a resource only after is a create, only before a delete; a replacement and an update carry
-// both sides' inputs and the top-level inputs that differ.
+// both sides' inputs and the top-level inputs that differ. A removed resource with retainOnDelete is left in
+// the cloud, in the classifier's words (LEFT_IN_CLOUD), as the Job says it. resources.json does not say which
+// resources are components, so the step does not either, and the classifier takes it as custom.
 import {
+  LEFT_IN_CLOUD,
   classifyStep,
+  leftInCloud,
   matchingRules,
   type RiskClass,
   type Step,
@@ -25,11 +29,16 @@ const ops: Record<ChangeKind, string> = {
 export function stepOfChange(change: ResourceChange): Step {
   const step: Step = { op: ops[change.kind], type: change.type, urn: change.urn };
   if (change.before) step.oldInputs = change.before.inputs;
+  if (change.before?.options.retainOnDelete) step.retainOnDelete = true;
   if (change.after) step.newInputs = change.after.inputs;
   if (change.kind === "update" || change.kind === "replace")
     step.diffs = [...new Set(change.properties.map((p) => p.path.replace(/[.[].*$/, "")))];
   return step;
 }
+
+/** The classifier's words for a removed resource that stays in the cloud; undefined for any other change. */
+export const leftInCloudOf = (change: ResourceChange): string | undefined =>
+  leftInCloud(stepOfChange(change)) ? LEFT_IN_CLOUD : undefined;
 
 /** The change's risk classes, in the classifier's order; [] when none. */
 export const classesOfChange = (change: ResourceChange): RiskClass[] => classifyStep(stepOfChange(change));

@@ -10,7 +10,7 @@ import {
   type ResourceChange,
 } from "./diff";
 import type { PromotedProgram } from "./diff-program";
-import type { RiskClass } from "./diff-classes";
+import { leftInCloudOf, type RiskClass } from "./diff-classes";
 import { show, type Finding, type ReviewSummary } from "./diff-summary";
 import { formats, type Format } from "./options";
 
@@ -71,6 +71,8 @@ function counts(diff: PlanDiff): string {
 
 /** The change lines of one resource: replacement reasons, then each input old → new. */
 function changeLines(c: ResourceChange): string[] {
+  const left = leftInCloudOf(c);
+  if (left) return [left];
   if (c.kind === "add" || c.kind === "remove") return [];
   return [
     ...(c.kind === "replace" ? [`replaced because ${c.replaceReasons.join(", ")} changed`] : []),

@@ -8,6 +8,7 @@ import { classesOfChange, whyOfChange, type RiskClass } from "./diff-classes";
 import { monthlyCost, cents, type CostEstimate } from "./costs";
 import type { ChangeKind, PlanDiff, PlanResource, ProjectPlan, ResourceChange } from "./diff";
 import { policyStatements } from "./output";
+import { LEFT_IN_CLOUD } from "../../../kargo/verification/classify.mjs";
 
 export interface Finding {
   project: string;
@@ -240,7 +241,9 @@ function privilegeOf(project: string, change: ResourceChange): Finding | undefin
 }
 
 function lossOf(project: string, change: ResourceChange): Finding | undefined {
-  if (change.kind !== "remove" && change.kind !== "replace") return undefined;
+  // The classifier decides, as in the Job: a provider's removal, or a retained resource's (left in the cloud,
+  // as the change list says), is no loss.
+  if (!classesOfChange(change).includes("loss")) return undefined;
   const was = change.before!;
   const lines: string[] = [];
   const flags: string[] = [];
@@ -264,8 +267,7 @@ function lossOf(project: string, change: ResourceChange): Finding | undefined {
         : "the new one is created first, then the old one deleted",
     );
   }
-  if (was.options.retainOnDelete)
-    lines.push("retainOnDelete: left in the cloud, only dropped from the stack");
+  if (was.options.retainOnDelete) lines.push(`the old one is ${LEFT_IN_CLOUD}`);
   return finding(project, change, lines, flags);
 }
 
