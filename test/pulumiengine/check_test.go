@@ -27,6 +27,8 @@ type commit struct {
 	reasons map[string]string
 	// unexpected is the steps of the update its preview did not show, by "op name"; none: the update passes.
 	unexpected []string
+	// less is the update's steps the Job records as less than their preview's, by "op name".
+	less []string
 }
 
 // history runs the commits one after the other on one stack, as a stage's Stacks would, and returns the
@@ -112,6 +114,7 @@ func checkCommit(t *testing.T, c commit, v verdict) {
 		t.Errorf("%s: the Job cannot read the update's events: %s", c.name, v.Update.Error)
 		return
 	}
+	checkLess(t, c, v.Update.Matched)
 	gotUnexpected := names(v.Update.Unexpected)
 	wantUnexpected := append([]string(nil), c.unexpected...)
 	sort.Strings(wantUnexpected)
@@ -122,6 +125,22 @@ func checkCommit(t *testing.T, c commit, v verdict) {
 		}
 		t.Errorf("%s: the update fails for %v, want %v\n%s", c.name, gotUnexpected, orNone(wantUnexpected),
 			strings.Join(why, "\n"))
+	}
+}
+
+func checkLess(t *testing.T, c commit, matched []step) {
+	t.Helper()
+	got := []string{}
+	for _, s := range matched {
+		if s.LessThan != "" {
+			got = append(got, opName(s))
+		}
+	}
+	sort.Strings(got)
+	want := append([]string{}, c.less...)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: the update's record has %v as less than its preview, want %v", c.name, got, want)
 	}
 }
 

@@ -50,7 +50,7 @@ func TestUpdateLessThanPreviewedReplacement(t *testing.T) {
 		commit{name: "tags and concurrency", prog: next, opts: pulumiOptions{refresh: true},
 			want: map[string][]string{"create-replacement warm": loss, "replace warm": loss,
 				"delete-replaced warm": loss},
-			reasons: map[string]string{"replace warm": "unknown at preview"}})
+			less: []string{"update warm"}})
 }
 
 // A default provider upgrade (the SDK's package version raised) creates the new default provider and

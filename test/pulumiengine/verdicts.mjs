@@ -1,8 +1,17 @@
 // The verification Job's verdicts on engine events the Go tests of this folder made with Pulumi's engine: for
 // each case on stdin, what kargo/verification/verify.mjs decides of a succeeded preview under each STOP_ON
 // given (verifyPreview: stepsOf, stops, stopLines, recordOf) and of a succeeded update against that preview
-// (verifyUpdate: stepsOf of both, compare). Run by verdicts_test.go with node; one JSON line out per case.
-import { compare, describe, parseStopOn, recordOf, stepsOf, stopLines, stops } from "../../kargo/verification/compare.mjs";
+// (verifyUpdate: stepsOf of both, compare, matchedRecord). Run by verdicts_test.go with node; one JSON line out per case.
+import {
+  compare,
+  describe,
+  matchedRecord,
+  parseStopOn,
+  recordOf,
+  stepsOf,
+  stopLines,
+  stops,
+} from "../../kargo/verification/compare.mjs";
 
 const input = JSON.parse(await new Promise((resolve) => {
   let text = "";
@@ -37,7 +46,7 @@ const out = input.map(({ preview, update, stopOn }) => ({
         update: attempt(() => {
           const result = compare(stepsOf(preview), stepsOf(update));
           return {
-            matched: recordOf(result.matched.map((m) => m.step)),
+            matched: matchedRecord(result.matched),
             unexpected: result.unexpected.map((u) => ({
               ...recordOf([u.step])[0],
               why: u.why,

@@ -23,7 +23,9 @@ type step struct {
 	Classes []string `json:"classes"`
 	Diffs   []string `json:"diffs"`
 	Why     string   `json:"why"`
-	Line    string   `json:"line"`
+	// LessThan says how a matched update step did less than its preview step.
+	LessThan string `json:"lessThan"`
+	Line     string `json:"line"`
 }
 
 // verdict is what the verification Job decides of one preview (under each STOP_ON asked) and of the update
