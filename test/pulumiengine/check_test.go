@@ -89,7 +89,7 @@ func checkCommit(t *testing.T, c commit, v verdict) {
 	for stopOn, p := range v.Preview.Policies {
 		var wantStops []string
 		for _, s := range v.Preview.Operations {
-			if stopOn == "all" || overlaps(c.want[opName(s)], strings.Split(stopOn, ",")) {
+			if stopOn == "all" || overlaps(c.want[opName(s)], splitStopOn(stopOn)) {
 				wantStops = append(wantStops, opName(s))
 			}
 		}
@@ -182,4 +182,12 @@ func orNone(list []string) string {
 		return "none"
 	}
 	return fmt.Sprint(list)
+}
+
+// splitStopOn is STOP_ON's classes ("" is none).
+func splitStopOn(stopOn string) []string {
+	if stopOn == "" {
+		return nil
+	}
+	return strings.Split(stopOn, ",")
 }
