@@ -99,10 +99,9 @@ func checkCommit(t *testing.T, c commit, v verdict) {
 			t.Errorf("%s: STOP_ON=%q stops %v, want %v", c.name, stopOn, gotStops, wantStops)
 		}
 		for name, words := range c.reasons {
-			for i, s := range p.Stopped {
-				if opName(s) == name && !strings.Contains(p.Lines[i], words) {
-					t.Errorf("%s: STOP_ON=%q: the stop of %s does not say %q: %s", c.name, stopOn, name, words,
-						p.Lines[i])
+			for _, s := range p.Stopped {
+				if opName(s) == name && !strings.Contains(s.Line, words) {
+					t.Errorf("%s: STOP_ON=%q: the stop of %s does not say %q: %s", c.name, stopOn, name, words, s.Line)
 				}
 			}
 		}

@@ -11,6 +11,12 @@ import (
 // sentinel: in a key that decides a class it cannot be read, so it stops and says "secret". A secret in a
 // key that decides nothing (a password) stops nothing of its own.
 func TestSecretsInRiskyInputs(t *testing.T) {
+	checkHistory(t, newCloud(), secrets())
+}
+
+// secrets is a first deploy with Pulumi secrets in a rule's CIDR, a database's publiclyAccessible and its
+// password.
+func secrets() commit {
 	prog := program{
 		{typ: securityGroup, name: "web", in: map[string]any{"vpcId": "vpc-1", "description": "web"}},
 		{typ: ingressRule, name: "from-partner", in: map[string]any{"securityGroupId": out("web", "id"),
@@ -20,19 +26,25 @@ func TestSecretsInRiskyInputs(t *testing.T) {
 		{typ: rdsInstance, name: "reports", in: map[string]any{"engine": "postgres",
 			"instanceClass": "db.t4g.micro", "allocatedStorage": 20, "password": secret("hunter2")}},
 	}
-	checkHistory(t, newCloud(), commit{name: "secrets", prog: prog, opts: pulumiOptions{refresh: true},
+	return commit{name: "secrets", prog: prog, opts: pulumiOptions{refresh: true},
 		want: map[string][]string{
 			"create from-partner": exposure,
 			"create db":           {"exposure", "cost"},
 			"create reports":      {"cost"},
 		},
-		reasons: map[string]string{"create from-partner": "secret", "create db": "secret"}})
+		reasons: map[string]string{"create from-partner": "secret", "create db": "secret"}}
 }
 
 // A resource whose ForceNew input is another resource's output unknown at preview is previewed as a
 // replacement; when the output turns out unchanged, the update changes it in place: strictly less than
 // what was approved, so the update passes.
 func TestUpdateLessThanPreviewedReplacement(t *testing.T) {
+	checkHistory(t, newCloud(), lessThanReplacement()...)
+}
+
+// lessThanReplacement is a function with provisioned concurrency on its published version, then new tags and
+// more concurrency.
+func lessThanReplacement() []commit {
 	const fn, pcc = "aws:lambda/function:Function", "aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig"
 	prog := program{
 		{typ: role, name: "fn-role", in: map[string]any{"assumeRolePolicy": `{"Statement":[]}`}},
@@ -44,13 +56,13 @@ func TestUpdateLessThanPreviewedReplacement(t *testing.T) {
 	// Tags alone publish no new version, but the provider cannot say so before AWS answers.
 	next := prog.with("api", func(r *res) { r.in["tags"] = map[string]any{"v": "2"} }).
 		with("warm", func(r *res) { r.in["provisionedConcurrentExecutions"] = 4 })
-	checkHistory(t, newCloud(),
-		commit{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true},
+	return []commit{
+		{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true},
 			want: map[string][]string{"create fn-role": privilege, "create api": privilege}},
-		commit{name: "tags and concurrency", prog: next, opts: pulumiOptions{refresh: true},
+		{name: "tags and concurrency", prog: next, opts: pulumiOptions{refresh: true},
 			want: map[string][]string{"create-replacement warm": loss, "replace warm": loss,
 				"delete-replaced warm": loss},
-			less: []string{"update warm"}})
+			less: []string{"update warm"}}}
 }
 
 // A default provider upgrade (the SDK's package version raised) creates the new default provider and
@@ -89,6 +101,12 @@ func TestImport(t *testing.T) {
 // refresh steps in both streams. Drift the preview saw is part of what was approved; drift after the preview
 // makes the update do what the preview did not show, and it fails.
 func TestRefreshAsPKORunsIt(t *testing.T) {
+	checkHistory(t, newCloud(), versioningDrift()...)
+}
+
+// versioningDrift is a versioned bucket, then its versioning suspended by hand before a preview, then after
+// one.
+func versioningDrift() []commit {
 	versioning := "aws:s3/bucketVersioningV2:BucketVersioningV2"
 	prog := program{
 		{typ: bucketV2, name: "data", in: map[string]any{"bucket": "data-1"}},
@@ -102,13 +120,13 @@ func TestRefreshAsPKORunsIt(t *testing.T) {
 			}
 		}
 	}
-	checkHistory(t, newCloud(),
-		commit{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true}},
-		commit{name: "suspended by hand before the preview", prog: prog, opts: pulumiOptions{refresh: true},
+	return []commit{
+		{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true}},
+		{name: "suspended by hand before the preview", prog: prog, opts: pulumiOptions{refresh: true},
 			beforePreview: suspend},
-		commit{name: "suspended by hand after the preview", prog: prog, opts: pulumiOptions{refresh: true},
+		{name: "suspended by hand after the preview", prog: prog, opts: pulumiOptions{refresh: true},
 			before: suspend, unexpected: []string{"update data-versioning"}},
-	)
+	}
 }
 
 // Targets (`--target`): only the targeted resources' steps are uploaded, in the preview and the update alike;

@@ -30,7 +30,20 @@ var (
 // unknown at preview, and an unknown reference is not an open CIDR. A rule open to the world, or whose CIDR
 // is unknown at preview, still stops, and says which.
 func TestFirstDeployUnknownReferences(t *testing.T) {
-	prog := program{
+	prog, open, unknownCidr := unknownReferences()
+	checkHistory(t, newCloud(), commit{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true},
+		want: map[string][]string{}})
+	checkHistory(t, newCloud(), commit{name: "first deploy, open to the world", prog: open,
+		opts: pulumiOptions{refresh: true}, want: map[string][]string{"create web-from-anywhere": exposure}})
+	checkHistory(t, newCloud(), commit{name: "first deploy, CIDR unknown at preview", prog: unknownCidr,
+		opts: pulumiOptions{refresh: true}, want: map[string][]string{"create web-from-peer": exposure},
+		reasons: map[string]string{"create web-from-peer": "unknown at preview"}})
+}
+
+// unknownReferences is a first deploy of groups and the rules between them, the same with a rule open to
+// the world, and with a rule whose CIDR is unknown at preview.
+func unknownReferences() (prog, open, unknownCidr program) {
+	prog = program{
 		{typ: securityGroup, name: "web", in: map[string]any{"vpcId": "vpc-1", "description": "web"}},
 		{typ: securityGroup, name: "db", in: map[string]any{"vpcId": "vpc-1", "description": "db"}},
 		{typ: ingressRule, name: "web-from-vpc", in: map[string]any{"securityGroupId": out("web", "id"),
@@ -41,23 +54,16 @@ func TestFirstDeployUnknownReferences(t *testing.T) {
 			"securityGroupId": out("db", "id"), "sourceSecurityGroupId": out("web", "id"), "fromPort": 5432,
 			"toPort": 5432, "protocol": "tcp"}},
 	}
-	checkHistory(t, newCloud(), commit{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true},
-		want: map[string][]string{}})
-
-	open := append(prog, res{typ: ingressRule, name: "web-from-anywhere", in: map[string]any{
+	open = append(append(program{}, prog...), res{typ: ingressRule, name: "web-from-anywhere", in: map[string]any{
 		"securityGroupId": out("web", "id"), "cidrIpv4": "0.0.0.0/0", "fromPort": 443, "toPort": 443,
 		"ipProtocol": "tcp"}})
 	// The CIDR is another new resource's output: unknown at preview, it may be anything.
-	unknownCidr := append(prog,
+	unknownCidr = append(append(program{}, prog...),
 		res{typ: "aws:ec2/vpc:Vpc", name: "peer", in: map[string]any{"ipv4IpamPoolId": "ipam-pool-1",
 			"ipv4NetmaskLength": 16}},
 		res{typ: ingressRule, name: "web-from-peer", in: map[string]any{"securityGroupId": out("web", "id"),
 			"cidrIpv4": out("peer", "cidrBlock"), "fromPort": 443, "toPort": 443, "ipProtocol": "tcp"}})
-	checkHistory(t, newCloud(), commit{name: "first deploy, open to the world", prog: open,
-		opts: pulumiOptions{refresh: true}, want: map[string][]string{"create web-from-anywhere": exposure}})
-	checkHistory(t, newCloud(), commit{name: "first deploy, CIDR unknown at preview", prog: unknownCidr,
-		opts: pulumiOptions{refresh: true}, want: map[string][]string{"create web-from-peer": exposure},
-		reasons: map[string]string{"create web-from-peer": "unknown at preview"}})
+	return prog, open, unknownCidr
 }
 
 // Replacements, create-before-delete (the default) and delete-before-replace, and the dependents they
@@ -87,6 +93,18 @@ func TestReplacements(t *testing.T) {
 // aliased back to the stack) change nothing in the cloud: no loss. Removing a component with a child
 // deletes the child: loss.
 func TestComponents(t *testing.T) {
+	checkHistory(t, newCloud(), componentMoves()...)
+	withChild := append(program{{typ: component, name: "svc", component: true}},
+		res{typ: logGroup, name: "audit", parent: "svc", in: map[string]any{"name": "audit"}})
+	checkHistory(t, newCloud(),
+		commit{name: "component with a child", prog: withChild, opts: pulumiOptions{refresh: true}},
+		commit{name: "component and child removed", prog: program{}, opts: pulumiOptions{refresh: true},
+			want: map[string][]string{"delete audit": loss}})
+}
+
+// componentMoves is a log group moved under a new component, moved back (the component removed), then
+// removed.
+func componentMoves() []commit {
 	flat := program{
 		{typ: logGroup, name: "logs", in: map[string]any{"name": "app", "retentionInDays": 30}},
 	}
@@ -99,30 +117,20 @@ func TestComponents(t *testing.T) {
 		{typ: logGroup, name: "logs", in: map[string]any{"name": "app", "retentionInDays": 30},
 			aliases: []resource.URN{nested.urnOf("logs")}},
 	}
-	checkHistory(t, newCloud(),
-		commit{name: "first deploy", prog: flat, opts: pulumiOptions{refresh: true}},
-		commit{name: "moved under a new component", prog: nested, opts: pulumiOptions{refresh: true}},
-		commit{name: "component removed, its child moved back", prog: flatAgain, opts: pulumiOptions{refresh: true}},
-		commit{name: "child removed", prog: program{}, opts: pulumiOptions{refresh: true},
+	return []commit{
+		{name: "first deploy", prog: flat, opts: pulumiOptions{refresh: true}},
+		{name: "moved under a new component", prog: nested, opts: pulumiOptions{refresh: true}},
+		{name: "component removed, its child moved back", prog: flatAgain, opts: pulumiOptions{refresh: true}},
+		{name: "child removed", prog: program{}, opts: pulumiOptions{refresh: true},
 			want: map[string][]string{"delete logs": loss}},
-	)
-	withChild := append(program{{typ: component, name: "svc", component: true}},
-		res{typ: logGroup, name: "audit", parent: "svc", in: map[string]any{"name": "audit"}})
-	checkHistory(t, newCloud(),
-		commit{name: "component with a child", prog: withChild, opts: pulumiOptions{refresh: true}},
-		commit{name: "component and child removed", prog: program{}, opts: pulumiOptions{refresh: true},
-			want: map[string][]string{"delete audit": loss}})
+	}
 }
 
 // retainOnDelete leaves the resource in the cloud: its delete is no loss (and is worded so). protect keeps
 // a resource as it is; ignoreChanges hides a change from the diff; replaceOnChanges turns an update into a
 // replacement, which is loss.
 func TestResourceOptions(t *testing.T) {
-	kept := program{{typ: bucketV2, name: "data", retainOnDelete: true, in: map[string]any{"bucket": "data-1"}}}
-	checkHistory(t, newCloud(),
-		commit{name: "retained bucket", prog: kept, opts: pulumiOptions{refresh: true}},
-		commit{name: "retained bucket removed", prog: program{}, opts: pulumiOptions{refresh: true},
-			reasons: map[string]string{"delete data": "left in the cloud"}})
+	checkHistory(t, newCloud(), retainedRemoved()...)
 
 	db := program{{typ: rdsInstance, name: "db", protect: true, in: map[string]any{
 		"engine": "postgres", "instanceClass": "db.t4g.micro", "allocatedStorage": 20,
@@ -147,4 +155,14 @@ func TestResourceOptions(t *testing.T) {
 			want: map[string][]string{"create-replacement db": {"loss", "cost"}, "replace db": {"loss", "cost"},
 				"delete-replaced db": loss}},
 	)
+}
+
+// retainedRemoved is a bucket with retainOnDelete, then removed from the program.
+func retainedRemoved() []commit {
+	kept := program{{typ: bucketV2, name: "data", retainOnDelete: true, in: map[string]any{"bucket": "data-1"}}}
+	return []commit{
+		{name: "retained bucket", prog: kept, opts: pulumiOptions{refresh: true}},
+		{name: "retained bucket removed", prog: program{}, opts: pulumiOptions{refresh: true},
+			reasons: map[string]string{"delete data": "left in the cloud"}},
+	}
 }

@@ -36,7 +36,13 @@ const out = input.map(({ preview, update, stopOn }) => ({
       policies: Object.fromEntries(
         stopOn.map((value) => {
           const stopped = stops(steps, parseStopOn(value));
-          return [value, { stopped: recordOf(stopped.map((s) => s.step)), lines: stopLines(stopped) }];
+          const lines = stopLines(stopped);
+          return [
+            value,
+            {
+              stopped: stopped.map((s, i) => ({ ...recordOf([s.step])[0], classes: s.classes, line: lines[i] })),
+            },
+          ];
         }),
       ),
     };

@@ -34,9 +34,9 @@ type verdict struct {
 	Preview struct {
 		Error      string `json:"error"`
 		Operations []step `json:"operations"`
-		Policies   map[string]struct {
-			Stopped []step   `json:"stopped"`
-			Lines   []string `json:"lines"`
+		// Policies is each STOP_ON's stopped steps, each with its line of the Job's reason.
+		Policies map[string]struct {
+			Stopped []step `json:"stopped"`
 		} `json:"policies"`
 	} `json:"preview"`
 	Update *struct {
