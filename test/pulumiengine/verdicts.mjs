@@ -13,12 +13,14 @@ import {
   stops,
 } from "../../kargo/verification/compare.mjs";
 
-const input = JSON.parse(await new Promise((resolve) => {
-  let text = "";
-  process.stdin.setEncoding("utf8");
-  process.stdin.on("data", (chunk) => (text += chunk));
-  process.stdin.on("end", () => resolve(text));
-}));
+const input = JSON.parse(
+  await new Promise((resolve) => {
+    let text = "";
+    process.stdin.setEncoding("utf8");
+    process.stdin.on("data", (chunk) => (text += chunk));
+    process.stdin.on("end", () => resolve(text));
+  }),
+);
 
 const attempt = (f) => {
   try {
@@ -40,7 +42,11 @@ const out = input.map(({ preview, update, stopOn }) => ({
           return [
             value,
             {
-              stopped: stopped.map((s, i) => ({ ...recordOf([s.step])[0], classes: s.classes, line: lines[i] })),
+              stopped: stopped.map((s, i) => ({
+                ...recordOf([s.step])[0],
+                classes: s.classes,
+                line: lines[i],
+              })),
             },
           ];
         }),
