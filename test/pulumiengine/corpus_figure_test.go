@@ -3,16 +3,47 @@ package pulumiengine
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
+
+var (
+	corpusOnce sync.Once
+	corpusRuns [][]verdict
+)
+
+// corpusVerdicts is the Job's verdicts on every commit of the corpus, by program: the engine runs each
+// program's history once for the test and the figure (one node for all).
+func corpusVerdicts(t *testing.T) [][]verdict {
+	corpusOnce.Do(func() {
+		var cases []verdictCase
+		var counts []int
+		for _, p := range corpus() {
+			runs := history(t, newCloud(), p.commits...)
+			cases, counts = append(cases, runs...), append(counts, len(runs))
+		}
+		all := judge(t, cases...)
+		for _, n := range counts {
+			corpusRuns, all = append(corpusRuns, all[:n]), all[n:]
+		}
+	})
+	if corpusRuns == nil {
+		t.Fatal("the corpus did not run (see the first test that ran it)")
+	}
+	return corpusRuns
+}
 
 // Every program of the corpus, each commit through the real engine: the Job's classes are the intended ones,
 // so each environment stops exactly where it should (checkCommit), and an internal-only program stops no
 // environment that stops on neither cost nor every change.
 func TestCorpus(t *testing.T) {
-	for _, p := range corpus() {
+	all := corpusVerdicts(t)
+	for k, p := range corpus() {
 		t.Run(p.name, func(t *testing.T) {
-			verdicts := checkHistory(t, newCloud(), p.commits...)
+			verdicts := all[k]
+			for i, c := range p.commits {
+				checkCommit(t, c, verdicts[i])
+			}
 			if !p.internal {
 				return
 			}
@@ -45,9 +76,9 @@ func figure(t *testing.T) string {
 	b.WriteString("\n| --- | --- |" + strings.Repeat(" --- |", len(policies)) + "\n")
 	stopped := make([]int, len(policies))
 	falseStops, missed, previews := 0, 0, 0
-	for _, prog := range corpus() {
-		verdicts := judge(t, history(t, newCloud(), prog.commits...)...)
-		for i, v := range verdicts {
+	all := corpusVerdicts(t)
+	for k, prog := range corpus() {
+		for i, v := range all[k] {
 			c := prog.commits[i]
 			previews++
 			fmt.Fprintf(&b, "| %s | %s |", prog.name, c.name)
