@@ -37,6 +37,7 @@ func corpusVerdicts(t *testing.T) [][]verdict {
 // so each environment stops exactly where it should (checkCommit), and an internal-only program stops no
 // environment that stops on neither cost nor every change.
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	all := corpusVerdicts(t)
 	for k, p := range corpus() {
 		t.Run(p.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ const (
 )
 
 func TestDocsExamples(t *testing.T) {
+	t.Parallel()
 	generated := docsBegin + "\n\n" + examples(t) + "\n" + figure(t) + "\n" + docsEnd
 	path := filepath.Join("..", "..", filepath.FromSlash(docsPage))
 	raw, err := os.ReadFile(path)

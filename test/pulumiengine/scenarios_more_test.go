@@ -11,6 +11,7 @@ import (
 // sentinel: in a key that decides a class it cannot be read, so it stops and says "secret". A secret in a
 // key that decides nothing (a password) stops nothing of its own.
 func TestSecretsInRiskyInputs(t *testing.T) {
+	t.Parallel()
 	checkHistory(t, newCloud(), secrets())
 }
 
@@ -39,6 +40,7 @@ func secrets() commit {
 // replacement; when the output turns out unchanged, the update changes it in place: strictly less than
 // what was approved, so the update passes.
 func TestUpdateLessThanPreviewedReplacement(t *testing.T) {
+	t.Parallel()
 	checkHistory(t, newCloud(), lessThanReplacement()...)
 }
 
@@ -68,6 +70,7 @@ func lessThanReplacement() []commit {
 // A default provider upgrade (the SDK's package version raised) creates the new default provider and
 // deletes the old one: no resource is lost.
 func TestDefaultProviderUpgrade(t *testing.T) {
+	t.Parallel()
 	prog := program{{typ: bucketV2, name: "data", version: "6.83.0", in: map[string]any{"bucket": "data-1"}}}
 	checkHistory(t, newCloud(),
 		commit{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true}},
@@ -77,6 +80,7 @@ func TestDefaultProviderUpgrade(t *testing.T) {
 
 // An explicit provider (a second region) no resource uses any more is deleted: it held nothing in the cloud.
 func TestExplicitProviderRemoved(t *testing.T) {
+	t.Parallel()
 	prog := program{
 		{typ: "pulumi:providers:aws", name: "west", in: map[string]any{"region": "us-west-2"}},
 		{typ: logGroup, name: "logs", provider: "west", in: map[string]any{"name": "app"}},
@@ -89,6 +93,7 @@ func TestExplicitProviderRemoved(t *testing.T) {
 
 // An import adopts what exists: no loss, no new capacity. The update imports what the preview showed.
 func TestImport(t *testing.T) {
+	t.Parallel()
 	cloud := newCloud()
 	cloud.exists("legacy-db", map[string]any{"engine": "postgres", "instanceClass": "db.t4g.micro",
 		"allocatedStorage": 20, "arn": "arn:aws:rds:legacy"})
@@ -101,6 +106,7 @@ func TestImport(t *testing.T) {
 // refresh steps in both streams. Drift the preview saw is part of what was approved; drift after the preview
 // makes the update do what the preview did not show, and it fails.
 func TestRefreshAsPKORunsIt(t *testing.T) {
+	t.Parallel()
 	checkHistory(t, newCloud(), versioningDrift()...)
 }
 
@@ -132,6 +138,7 @@ func versioningDrift() []commit {
 // Targets (`--target`): only the targeted resources' steps are uploaded, in the preview and the update alike;
 // the update did what the preview showed.
 func TestTargets(t *testing.T) {
+	t.Parallel()
 	prog := program{
 		{typ: logGroup, name: "app", in: map[string]any{"name": "app", "retentionInDays": 30}},
 		{typ: logGroup, name: "audit", in: map[string]any{"name": "audit", "retentionInDays": 30}},

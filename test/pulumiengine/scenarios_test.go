@@ -30,6 +30,7 @@ var (
 // unknown at preview, and an unknown reference is not an open CIDR. A rule open to the world, or whose CIDR
 // is unknown at preview, still stops, and says which.
 func TestFirstDeployUnknownReferences(t *testing.T) {
+	t.Parallel()
 	prog, open, unknownCidr := unknownReferences()
 	checkHistory(t, newCloud(), commit{name: "first deploy", prog: prog, opts: pulumiOptions{refresh: true},
 		want: map[string][]string{}})
@@ -69,6 +70,7 @@ func unknownReferences() (prog, open, unknownCidr program) {
 // Replacements, create-before-delete (the default) and delete-before-replace, and the dependents they
 // replace: loss in every environment that stops on it, and an update that did what its preview showed.
 func TestReplacements(t *testing.T) {
+	t.Parallel()
 	for _, dbr := range []bool{false, true} {
 		prog := program{
 			{typ: securityGroup, name: "web", deleteBeforeReplace: dbr,
@@ -93,6 +95,7 @@ func TestReplacements(t *testing.T) {
 // aliased back to the stack) change nothing in the cloud: no loss. Removing a component with a child
 // deletes the child: loss.
 func TestComponents(t *testing.T) {
+	t.Parallel()
 	checkHistory(t, newCloud(), componentMoves()...)
 	withChild := append(program{{typ: component, name: "svc", component: true}},
 		res{typ: logGroup, name: "audit", parent: "svc", in: map[string]any{"name": "audit"}})
@@ -130,6 +133,7 @@ func componentMoves() []commit {
 // a resource as it is; ignoreChanges hides a change from the diff; replaceOnChanges turns an update into a
 // replacement, which is loss.
 func TestResourceOptions(t *testing.T) {
+	t.Parallel()
 	checkHistory(t, newCloud(), retainedRemoved()...)
 
 	db := program{{typ: rdsInstance, name: "db", protect: true, in: map[string]any{
