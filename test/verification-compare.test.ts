@@ -296,6 +296,9 @@ group("an update that did less than a previewed replacement", () => {
       ["update", "is exposure, which its preview step was not"],
     ]);
     expect(why(group, steps({ op: "update", ...sg, diffs: ["ingress"], inputs: closed }))).toEqual([]);
+    // A replacement of another type at the same URN cannot come from the engine, and is not matched.
+    const [u] = steps({ op: "update", ...db, diffs: ["tags"] });
+    expect(compare(previewed, [{ ...u!, type: "aws:rds/cluster:Cluster" }]).unexpected).toHaveLength(1);
   });
 
   it("is only an update where the preview replaced: a delete or a create is not less", () => {

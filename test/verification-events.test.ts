@@ -158,6 +158,8 @@ group("stepsOf", () => {
     expect(() => stepsOf([prelude, create, logical, update, summary])).toThrow(
       "events incomplete: replace of db (aws:rds/instance:Instance) without its delete-replaced or discard-replaced",
     );
+    // The delete half counts wherever it is, the first step included.
+    expect(stepsOf([prelude, del, create, logical, update, summary])).toHaveLength(4);
     // A half whose replace the summary does not count either.
     const half = eventsOf({ op: "update", ...bucket });
     half.splice(1, 0, pre({ op: "create-replacement", ...db }));

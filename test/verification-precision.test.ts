@@ -7,6 +7,7 @@ import {
   LEFT_IN_CLOUD,
   classifyStep,
   leftInCloud,
+  stepFromEngineEvent,
   unclearOf,
   type Step,
 } from "../kargo/verification/classify.mjs";
@@ -77,6 +78,16 @@ describe("an unknown reference is not exposure", () => {
     expect(unclearOf(lb)).toEqual({ exposure: ["internal unknown at preview"] });
     expect(classifyStep(lb)).toEqual(["exposure", "cost"]);
   });
+});
+
+it("takes an unset (null) boolean as the provider's default: an EKS endpoint is public unless said otherwise", () => {
+  const eks = (vpcConfig: Record<string, unknown>) =>
+    classifyStep(create("aws:eks/cluster:Cluster", { vpcConfig }));
+  expect(eks({ endpointPublicAccess: null })).toContain("exposure");
+  expect(eks({ endpointPublicAccess: false, publicAccessCidrs: null })).not.toContain("exposure");
+  expect(eks({ endpointPublicAccess: true, publicAccessCidrs: ["203.0.113.0/24"] })).not.toContain(
+    "exposure",
+  );
 });
 
 describe("a secret in a key that decides the class", () => {
@@ -172,6 +183,15 @@ describe("what has no cloud object, and what stays in the cloud", () => {
 
   it("is loss when the step does not say whether it is custom (what cannot be told stops)", () => {
     expect(classifyStep({ op: "delete", type: "app:index:Service" })).toEqual(["loss"]);
+    const stateless = stepFromEngineEvent({
+      op: "delete",
+      type: "app:index:Service",
+      urn: "u",
+      old: null,
+      new: null,
+    });
+    expect(stateless).not.toHaveProperty("custom");
+    expect(classifyStep(stateless)).toEqual(["loss"]);
     expect(classifyStep({ op: "delete", type: "app:index:Service", custom: false })).toEqual([]);
   });
 

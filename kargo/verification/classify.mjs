@@ -124,14 +124,12 @@ export function classifyStep(step) {
  * .cidrBlocks unknown at preview"] }`. A class some rule gives on what it read has none: it holds anyway.
  */
 export function unclearOf(step) {
+  const matches = RULES.map((r) => [r.class, ruleMatch(r, step)]).filter(([, found]) => found !== false);
+  const sure = new Set(matches.filter(([, found]) => found.length === 0).map(([c]) => c));
   const byClass = {};
-  for (const rule of RULES) {
-    const found = ruleMatch(rule, step);
-    if (found === false) continue;
-    const sure = found.length === 0 || byClass[rule.class]?.length === 0;
-    byClass[rule.class] = sure ? [] : [...new Set([...(byClass[rule.class] ?? []), ...found])];
-  }
-  return Object.fromEntries(Object.entries(byClass).filter(([, v]) => v.length > 0));
+  for (const [c, found] of matches)
+    if (!sure.has(c)) byClass[c] = [...new Set([...(byClass[c] ?? []), ...found])];
+  return byClass;
 }
 
 /**

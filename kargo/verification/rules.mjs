@@ -25,7 +25,7 @@ export const CHANGE_OPS = ["create", "update", "replace", "create-replacement"];
 const ANY = ["*"];
 
 /** A provider resource: deleting or replacing one removes nothing; its resources' own steps say what goes. */
-export const isProvider = (type) => typeof type === "string" && type.startsWith("pulumi:providers:");
+export const isProvider = (type) => type.startsWith("pulumi:providers:");
 
 /**
  * A delete that leaves the resource in the cloud, only dropped from the stack: `retainOnDelete` (the

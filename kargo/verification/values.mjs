@@ -57,7 +57,8 @@ export function unclear(inputs) {
   return { inputs: walk(inputs, ""), found };
 }
 
-const list = (v) => (Array.isArray(v) ? v : v === undefined || v === null ? [] : [v]);
+/** A value as a list: a single value (unset included, which no test matches) as a list of one. */
+const list = (v) => (Array.isArray(v) ? v : [v]);
 /**
  * True when a value that decides the rule cannot be told: it is unknown or secret, or a list holding one
  * (a CIDR list with one unknown entry). Only the value the rule reads: an unknown elsewhere in the same

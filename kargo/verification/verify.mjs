@@ -8,8 +8,10 @@
 // - an update passes only when each of its steps is one its succeeded preview of the same commit on the same
 //   stack showed (compare.mjs), and never when it cannot compare them.
 // Either way it prints its record on stdout, one JSON line: the operations verified, and what stopped them.
-// Events that are not all there yet (fewer than the operation's summary counts, right after it succeeded)
-// are read again at each interval, as many times as errors are allowed in a row, before it fails.
+// Events that are not all there yet (fewer than the operation's summary counts, right after it succeeded:
+// the events route returns only the events Pulumi Cloud has marked activated unless asked with
+// include_non_activated, REST API Stack Updates, Get Engine Events) are read again at each interval, as many
+// times as errors are allowed in a row, before it fails.
 // It exits 1 with the reason on stderr once the operation failed, stopped or did more than its preview;
 // once Pulumi Cloud has not answered with the JSON it documents too many times in a row; once the events
 // stayed incomplete; or at the timeout.
