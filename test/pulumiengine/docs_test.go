@@ -72,6 +72,17 @@ func examples(t *testing.T) string {
 		cases = append(cases, history(t, newCloud(), commits...)...)
 		ends = append(ends, len(cases)-1)
 	}
+	// A lost batch: the update of a replaced group without the event of its replacement's creation.
+	group := program{{typ: securityGroup, name: "web", in: map[string]any{"vpcId": "vpc-1", "description": "web"}}}
+	replaced := history(t, newCloud(), commit{prog: group, opts: refresh},
+		commit{prog: group.with("web", func(r *res) { r.in["description"] = "web servers" }), opts: refresh})[1]
+	for i := range replaced.Update {
+		if op, _, _ := stepOf(t, replaced.Update, i); op == "create-replacement" {
+			lost := append(append([]json.RawMessage{}, replaced.Update[:i]...), replaced.Update[i+1:]...)
+			cases = append(cases, verdictCase{Preview: lost, StopOn: []string{}})
+			break
+		}
+	}
 	v := judge(t, cases...)
 	at := func(run int) verdict { return v[ends[run]] }
 	var b strings.Builder
@@ -99,6 +110,8 @@ func examples(t *testing.T) string {
 	for _, u := range at(7).Update.Unexpected {
 		fmt.Fprintf(&b, "- Fails the update, suspended by hand after the preview: `%s`\n", u.Line)
 	}
+	fmt.Fprintf(&b, "- Read again, then fails if it stays so: an update's events without its replacement's create: `%s`\n",
+		v[len(v)-1].Preview.Error)
 	return b.String()
 }
 
