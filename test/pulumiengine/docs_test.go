@@ -99,7 +99,8 @@ func examples(t *testing.T) string {
 		sig.UnknownStringValue, inputsOf(t, cases[ends[3]].Preview, "create db-from-web"))
 	fmt.Fprintf(&b, "- Passes at the preview: a component removed, its child moved back: `%s` (classes: %s)\n",
 		stepIn(t, at(4), "delete svc").Type, orNone(stepIn(t, at(4), "delete svc").Classes))
-	fmt.Fprintf(&b, "- Passes at the preview, worded so where every change stops: `%s`\n",
+	fmt.Fprintf(&b, "- A resource with retainOnDelete removed: no loss, so it passes where the environment stops on "+
+		"classes; where every change stops, its line reads: `%s`\n",
 		stopIn(t, at(5), "all", "delete data").Line)
 	for _, m := range at(6).Update.Matched {
 		if m.LessThan != "" {
