@@ -68,7 +68,8 @@ func lessThanReplacement() []commit {
 }
 
 // A default provider upgrade (the SDK's package version raised) creates the new default provider and
-// deletes the old one: no resource is lost.
+// deletes the old one; a default provider's steps are internal events, which the CLI does not upload, and the
+// bucket's step is `same`: no resource is lost, nothing stops but where every change does.
 func TestDefaultProviderUpgrade(t *testing.T) {
 	t.Parallel()
 	prog := program{{typ: bucketV2, name: "data", version: "6.83.0", in: map[string]any{"bucket": "data-1"}}}
