@@ -69,7 +69,7 @@ func lessThanReplacement() []commit {
 
 // A default provider upgrade (the SDK's package version raised) creates the new default provider and
 // deletes the old one; a default provider's steps are internal events, which the CLI does not upload, and the
-// bucket's step is `same`: no resource is lost, nothing stops but where every change does.
+// bucket's step is `same`: nothing is lost, and nothing stops.
 func TestDefaultProviderUpgrade(t *testing.T) {
 	t.Parallel()
 	prog := program{{typ: bucketV2, name: "data", version: "6.83.0", in: map[string]any{"bucket": "data-1"}}}
