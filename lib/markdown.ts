@@ -12,7 +12,10 @@ export const docPages = {
   readme: path.join(repoRoot, "README.md"),
   /** The capacity and idle-cost tables. */
   capacityAndCost: path.join(repoRoot, "docs", "capacity-and-cost.md"),
-  /** The reach table (test/kube writes it) and the claims about the approver roles. */
+  /**
+   * The reach table (test/kube writes it), the claims about the approver roles, and what stops on Pulumi's
+   * engine (test/pulumiengine writes it).
+   */
   securityAndApprovals: path.join(repoRoot, "docs", "security-and-approvals.md"),
   /** The plan diff, with its oversight section's example output. */
   reviewingChanges: path.join(repoRoot, "docs", "reviewing-changes.md"),

@@ -81,11 +81,12 @@ try {
   // -timeout=0: no time limit. The first run builds kube-apiserver from source inside the tests
   // (test/internal/apiserver), which takes as long as a busy machine makes it; any fixed limit (go test's default
   // 10 minutes, our 30) fails it on a loaded machine. A hung run is stopped by CI's job limit.
-  // Three modules: test/go.mod; test/argocdnotify/go.mod (Argo CD's notifications at the engine Argo CD
+  // Four modules: test/go.mod; test/argocdnotify/go.mod (Argo CD's notifications at the engine Argo CD
   // pins, which test/go.mod cannot hold beside the one Argo Rollouts pins); test/argoevents/go.mod (Argo
-  // Events v1.9.10, whose Kubernetes and notifications-engine pins differ again). A package path under
+  // Events v1.9.10, whose Kubernetes and notifications-engine pins differ again); test/pulumiengine/go.mod
+  // (Pulumi's deployment engine, whose gRPC and OpenTelemetry pins are its own). A package path under
   // ./<module>/ runs in that module.
-  const nested = ["argocdnotify", "argoevents"];
+  const nested = ["argocdnotify", "argoevents", "pulumiengine"];
   const given = process.argv.slice(2);
   const own = nested.find((m) => given[0]?.replace(/^\.\//, "").startsWith(`${m}/`));
   const runs: { dir: string; targets: string[] }[] =

@@ -17,13 +17,15 @@ import { writeDocs } from "./docs";
 
 /**
  * What a version bump regenerates, in the order a person runs it: the typed CRDs and validation data from the
- * upstream files at the pinned tags, the stack templates, the documentation's tables, the reach table (Go).
+ * upstream files at the pinned tags, the stack templates, the documentation's tables, the reach table and
+ * the examples of what stops, made by Pulumi's engine (Go).
  */
 export const regenerators = [
   "npm run crds -- --fetch",
   "npm run stacks",
   "npm run docs",
   "npm run docs:reach",
+  "npm run docs:engine",
 ] as const;
 
 /** Each file that differs from HEAD (modified, deleted or new), with a hash of what it holds now. */

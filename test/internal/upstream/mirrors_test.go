@@ -41,9 +41,10 @@ type Mirror struct {
 	SHA256 string `json:"sha256"`
 }
 
-// source is where a repository's files are read at our pin: its Go module (the version test/go.mod requires
-// unless pin names lib/crds/sources.ts's entry), else the snapshot `npm run upstream` fetches (snapshot.go).
-type source struct{ module, pin string }
+// source is where a repository's files are read at our pin: its Go module (the version test/go.mod requires,
+// or the go.mod of test/<in>, unless pin names lib/crds/sources.ts's entry; sub is the module's folder in the
+// repository), else the snapshot `npm run upstream` fetches (snapshot.go).
+type source struct{ module, pin, in, sub string }
 
 var sources = map[string]source{
 	"akuity/kargo":                      {module: "github.com/akuity/kargo"},
@@ -52,6 +53,7 @@ var sources = map[string]source{
 	"argoproj/argo-cd":                  {module: "github.com/argoproj/argo-cd/v3", pin: "argocd"},
 	"pulumi/pulumi-kubernetes-operator": {pin: "pko"},
 	"pulumi/pulumi-cloud-sdk":           {module: "github.com/pulumi/pulumi-cloud-sdk/go"},
+	"pulumi/pulumi":                     {module: "github.com/pulumi/pulumi/pkg/v3", in: "pulumiengine", sub: "pkg/"},
 }
 
 func manifestPath() string { return filepath.Join(plan.RepoRoot(), "test", "upstream-mirrors.json") }
@@ -93,7 +95,11 @@ func version(repo string) (string, error) {
 		}
 		v = pinned
 	} else {
-		out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", src.module).Output()
+		list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", src.module)
+		if src.in != "" {
+			list.Dir = filepath.Join(plan.RepoRoot(), "test", src.in)
+		}
+		out, err := list.Output()
 		if err != nil {
 			return "", fmt.Errorf("go list -m %s: %w", src.module, err)
 		}
@@ -129,7 +135,7 @@ func read(m *Manifest, repo, path string) ([]byte, string, error) {
 	if src := sources[repo]; src.module != "" {
 		dir := moduleDir(src.module, v)
 		if dir != "" {
-			if raw, err := os.ReadFile(filepath.Join(dir, path)); err == nil {
+			if raw, err := os.ReadFile(filepath.Join(dir, strings.TrimPrefix(path, src.sub))); err == nil {
 				return raw, v, nil
 			} // a nested module's file (Kargo's api/) is not in the root module: the snapshot has it
 		} else if _, ok := m.Snapshots[repo]; !ok {
