@@ -16,13 +16,14 @@
 // an approval Kargo already recorded, pass as they are, whatever the Freight has done since.
 //
 // How it scales. The rules are data, one entry per Kargo stage, and the CEL around them is the same for any
-// pipeline. At the schema's limits they outgrow what one expression may hold (the CEL parser's 100,000 code
-// points), so they are split by stage name into policies of at most RULES_PER_POLICY code points: each
+// pipeline. At the schema's limits they outgrow what the API server compiles in good time (and could outgrow
+// the CEL parser's 100,000 code points per expression), so they are split by stage name into policies of at
+// most RULES_PER_POLICY code points of rules: each
 // policy judges the gained keys in its own range of names (the ranges cover every string, so a key no stage
 // has is refused by the policy whose range holds it). A request evaluates every policy, each over its own
 // rules only, so its cost per policy stays one range's whatever the pipeline's size.
 import { admissionLabels, denyBinding, forbidden, inNamespace } from "./admission-objects";
-import { CEL_MAX_EXPRESSION_CODE_POINTS, celLiteral, codePoints } from "./cel";
+import { celLiteral, codePoints } from "./cel";
 import { runStages, type RunStage } from "./graph";
 import type { Pipeline } from "./schema";
 
@@ -53,16 +54,39 @@ export function approvalRules(p: Pick<Pipeline, "stages" | "programs">): Approva
   });
 }
 
-/** The most code points of rules one policy holds, leaving the CEL around them room within the limit. */
-export const RULES_PER_POLICY = CEL_MAX_EXPRESSION_CODE_POINTS - 10_000;
+/**
+ * The most code points of rules one policy holds. Far below the parser's limit: the API server compiles a
+ * policy when it is written and again when it loads it, and one literal of 70,000 code points took it longer
+ * than its request timeout on a busy machine (test/kube/approval_test.go applies the largest pipeline's).
+ */
+export const RULES_PER_POLICY = 20_000;
 
-/** A rule as the policy reads it: `k` kind, `p` preview, `a` all, `u` upstream. Previews and joins: kind only. */
-const ruleValue = (r: ApprovalRule) =>
-  r.kind === "gate" || r.kind === "update"
-    ? { k: r.kind, p: r.preview ?? "", a: r.all, u: r.upstream }
-    : { k: r.kind };
+const list = (xs: string[]) => `[${xs.map(celLiteral).join(", ")}]`;
 
-const entry = (r: ApprovalRule) => `${celLiteral(r.stage)}: dyn(${celLiteral(ruleValue(r))})`;
+/**
+ * A range's rules as the policy reads them, each a literal of one type (no `dyn`, which the API server's
+ * type checker pays for): every stage's kind; each update's preview; the upstream stages of each gate and
+ * update that has some; and those that wait for all of theirs.
+ */
+function ruleLiterals(rules: ApprovalRule[]) {
+  const judged = rules.filter((r) => r.kind === "gate" || r.kind === "update");
+  const map = (entries: [string, string][]) =>
+    `{${entries.map(([k, v]) => `${celLiteral(k)}: ${v}`).join(", ")}}`;
+  return {
+    kinds: map(rules.map((r) => [r.stage, celLiteral(r.kind)])),
+    previews: map(
+      judged.flatMap((r): [string, string][] => (r.preview ? [[r.stage, celLiteral(r.preview)]] : [])),
+    ),
+    upstream: map(
+      judged.flatMap((r): [string, string][] => (r.upstream.length > 0 ? [[r.stage, list(r.upstream)]] : [])),
+    ),
+    all: list(judged.filter((r) => r.all && r.upstream.length > 0).map((r) => r.stage)),
+  };
+}
+
+/** What one rule adds to a policy, in code points. */
+const ruleSize = (r: ApprovalRule) =>
+  Object.values(ruleLiterals([r])).reduce((n, literal) => n + codePoints(literal), 0);
 
 /**
  * The rules split by name into ranges of at most `budget` code points each. The first range starts at every
@@ -76,7 +100,7 @@ export function ruleRanges(
   const groups: ApprovalRule[][] = [];
   let size = 0;
   for (const r of sorted) {
-    const n = codePoints(entry(r)) + 2;
+    const n = ruleSize(r);
     if (n > budget) throw new Error(`stage "${r.stage}": its approval rule alone is ${n} code points`);
     if (groups.length === 0 || size + n > budget) {
       groups.push([]);
@@ -103,19 +127,21 @@ const freightRule = {
   resources: ["freights", "freights/status"],
 };
 
-const r = "variables.rules[k]";
-const satisfied = (u: string) => `(${u} in variables.verified)`;
-const heldOk = `(${r}.p == '' || ${r}.p in variables.held || ${satisfied(`${r}.p`)})`;
-const upstreamOk = `(size(${r}.u) == 0 || (${r}.a ? ${r}.u.all(u, ${satisfied("u")}) : ${r}.u.exists(u, ${satisfied("u")})))`;
-const approvable = `(${r}.k == 'gate' || ${r}.k == 'update')`;
+const verified = (u: string) => `${u} in variables.verified`;
+const preview = "variables.previews[k]";
+const upstream = "variables.upstream[k]";
+const heldOk = `(!(k in variables.previews) || ${preview} in variables.held || ${verified(preview)})`;
+const waitsForAll = "k in variables.all";
+const upstreamOk = `(!(k in variables.upstream) || (${waitsForAll} ? ${upstream}.all(u, ${verified("u")}) : ${upstream}.exists(u, ${verified("u")})))`;
+const approvable = "variables.kinds[k] in ['gate', 'update']";
 
 /** What one refused key lacks, in words. */
 const lacks = [
-  `!(k in variables.rules) ? 'no stage of project ' + object.metadata.namespace + ' is named so'`,
-  `${r}.k == 'preview' ? 'it is a preview stage: Freight reaches it only from its upstream stages, and its stop is decided by approving the update stage after it'`,
-  `${r}.k == 'join' ? 'it is a join: Kargo verifies Freight there once every program stage of its environment has'`,
-  `((${heldOk} ? [] : ['it is not held by the preview ' + ${r}.p + ' (the stop an approval decides) nor verified there'])` +
-    ` + (${upstreamOk} ? [] : [(${r}.a ? 'it is not verified in ' + ${r}.u.filter(u, !${satisfied("u")}).join(', ') + ' (the stage waits for every one of ' + ${r}.u.join(', ') + ')' : 'it is verified in none of ' + ${r}.u.join(', '))])).join('; and ')`,
+  `!(k in variables.kinds) ? 'no stage of project ' + object.metadata.namespace + ' is named so'`,
+  `variables.kinds[k] == 'preview' ? 'it is a preview stage: Freight reaches it only from its upstream stages, and its stop is decided by approving the update stage after it'`,
+  `variables.kinds[k] == 'join' ? 'it is a join: Kargo verifies Freight there once every program stage of its environment has'`,
+  `((${heldOk} ? [] : ['it is not held by the preview ' + ${preview} + ' (the stop an approval decides) nor verified there'])` +
+    ` + (${upstreamOk} ? [] : [${waitsForAll} ? 'it is not verified in ' + ${upstream}.filter(u, !(${verified("u")})).join(', ') + ' (the stage waits for every one of ' + ${upstream}.join(', ') + ')' : 'it is verified in none of ' + ${upstream}.join(', ')])).join('; and ')`,
 ].join(" : ");
 
 function policy(p: Pick<Pipeline, "project">, index: number, range: ReturnType<typeof ruleRanges>[number]) {
@@ -142,10 +168,10 @@ function policy(p: Pick<Pipeline, "project">, index: number, range: ReturnType<t
         },
         { name: "verified", expression: "object.?status.?verifiedIn.orValue({})" },
         { name: "held", expression: "object.?status.?currentlyIn.orValue({})" },
-        { name: "rules", expression: `{${range.rules.map(entry).join(", ")}}` },
+        ...Object.entries(ruleLiterals(range.rules)).map(([name, expression]) => ({ name, expression })),
         {
           name: "refused",
-          expression: `variables.judged.filter(k, !(k in variables.rules) || !(${approvable} && ${heldOk} && ${upstreamOk}))`,
+          expression: `variables.judged.filter(k, !(k in variables.kinds) || !(${approvable} && ${heldOk} && ${upstreamOk}))`,
         },
       ],
       validations: [
