@@ -3,8 +3,18 @@ import type * as pulumi from "@pulumi/pulumi";
 
 /** A ValidatingAdmissionPolicy or its binding, as lib/pipeline derives them. */
 type AdmissionObject =
-  | { kind: "ValidatingAdmissionPolicy"; metadata: { name: string }; spec: object }
-  | { kind: "ValidatingAdmissionPolicyBinding"; metadata: { name: string }; spec: { policyName: string } };
+  | {
+      kind: "ValidatingAdmissionPolicy";
+      metadata: { name: string; labels: Record<string, string> };
+      spec: k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec;
+    }
+  | {
+      kind: "ValidatingAdmissionPolicyBinding";
+      metadata: { name: string; labels: Record<string, string> };
+      spec: k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec & {
+        policyName: string;
+      };
+    };
 
 /**
  * Registers admission policies and their bindings, each named as its object and each binding after its
@@ -17,18 +27,22 @@ export function admissionPolicies(
   const policies = new Map<string, k8s.admissionregistration.v1.ValidatingAdmissionPolicy>();
   const bindings = new Map<string, k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding>();
   for (const o of objects) {
-    const { metadata, spec } = o;
+    const { metadata } = o;
     if (o.kind === "ValidatingAdmissionPolicy")
       policies.set(
         metadata.name,
-        new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(metadata.name, { metadata, spec }, opts),
+        new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+          metadata.name,
+          { metadata, spec: o.spec },
+          opts,
+        ),
       );
     else
       bindings.set(
         metadata.name,
         new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
           metadata.name,
-          { metadata, spec },
+          { metadata, spec: o.spec },
           { ...opts, dependsOn: [policies.get(o.spec.policyName)!] },
         ),
       );

@@ -193,6 +193,7 @@ func checkApprovals(t *testing.T, in *installation, project string, stages []app
 	for {
 		err := a.patch(probe, approval("no-such-stage"), true)
 		if refusedFor(err, "no-such-stage", "no stage of project "+project) == "" {
+			t.Logf("the API server's refusal, as Kargo's API server receives it: %v", err)
 			break
 		}
 		if time.Now().After(deadline) {
