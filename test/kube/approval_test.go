@@ -99,7 +99,9 @@ type approvals struct {
 }
 
 // newFreight creates a Freight and, as Kargo's controller does once a Stage holds or verified it, patches its
-// status (akuity/kargo v1.11.2 pkg/kubeclient/patch.go PatchStatus: a merge patch of the status subresource).
+// status (akuity/kargo v1.11.2 pkg/kubeclient/patch.go PatchStatus: a merge patch of the status subresource;
+// pkg/controller/stages/regular_stages.go syncFreight and verifyStageFreight; the fields and their JSON in
+// api/v1alpha1/freight_types.go FreightStatus).
 func (a approvals) newFreight(name string, status map[string]any) error {
 	f := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kargo.akuity.io/v1alpha1", "kind": "Freight",

@@ -240,7 +240,8 @@ func columns() []column {
 		{
 			// The gap no policy closes: a Promotion created through Kargo's generic resource API is checked for
 			// the user's `create promotions` only, then created by Kargo's API server as itself
-			// (pkg/server/kubernetes/client.go Create); Kargo's Promotion webhook then asks whether that server
+			// (pkg/server/create_resource_v1alpha1.go, through pkg/server/kubernetes/client.go Create); Kargo's
+			// Promotion webhook then asks whether that server
 			// may promote (it may, everywhere) and whether the Freight is available to the Stage
 			// (pkg/webhook/kubernetes/promotion/webhook.go ValidateCreate, at v1.11.2). So any Stage, gates
 			// included, with Freight the path (or an admitted approval) brought there.
