@@ -17,7 +17,7 @@ import {
   warehouseSpec,
 } from "../lib/pipeline/promotion";
 import { stackAdmission, stackAdmissionName, stageAdmissionName } from "../lib/pipeline/admission";
-import { approvalAdmission } from "../lib/pipeline/approval-admission";
+import { approvalAdmission, approvalAdmissionOf } from "../lib/pipeline/approval-admission";
 import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { verificationAccess } from "../lib/pipeline/verification-access";
 import { applicationSpec } from "../lib/pipeline/stack-manifest";
@@ -282,8 +282,10 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     const bindings = admissionPolicies(stackAdmission(p), k8sOpts);
     const unplanned = bindings.get(stackAdmissionName(p))!;
     // Before any Stage: an approval is admitted only for Freight the path has brought to its stage
-    // (lib/pipeline/approval-admission.ts), so none is ever recorded unjudged.
-    const approvals = [...admissionPolicies(approvalAdmission(p), k8sOpts).values()];
+    // (lib/pipeline/approval-admission.ts), so none is ever recorded unjudged. Each Stage waits for the one
+    // policy that judges its name, not for all of them (their number grows with the pipeline).
+    const approvals = admissionPolicies(approvalAdmission(p), k8sOpts);
+    const approvalsOf = approvalAdmissionOf(p);
 
     // The plugin cache is ready before any stage can promote, so no workspace waits for its first snapshot.
     // Here, not on a stage branch: it belongs to the pipeline, not to a Freight.
@@ -321,7 +323,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
               ...(application ? [application] : []),
               ...[bindings.get(stageAdmissionName(p, s.name))].filter((b) => b !== undefined),
               unplanned,
-              ...approvals,
+              approvals.get(approvalsOf(s.name))!,
               ...cache,
             ],
           },

@@ -7,6 +7,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import {
   approvalAdmission,
   approvalAdmissionName,
+  approvalAdmissionOf,
   approvalRules,
   ruleRanges,
   type ApprovalRule,
@@ -56,9 +57,10 @@ const rangesHolding = (ranges: ReturnType<typeof ruleRanges>, k: string) =>
 
 describe("the approval admission policy", () => {
   let ofKind: (kind: string) => Obj[];
+  let plan: Awaited<ReturnType<typeof planKargo>>["plan"];
   let largest: Pipeline;
   beforeAll(async () => {
-    ({ ofKind } = await planKargo());
+    ({ ofKind, plan } = await planKargo());
     largest = largestPipeline();
   });
 
@@ -78,6 +80,24 @@ describe("the approval admission policy", () => {
       expect(b.spec.matchResources.namespaceSelector.matchLabels).toEqual({
         "kubernetes.io/metadata.name": pipeline.project,
       });
+  });
+
+  it("is bound before any Stage exists: each Stage waits for the binding of the policy that judges its name", () => {
+    const bindings = plan.resources.filter((r) => r.type.endsWith("ValidatingAdmissionPolicyBinding"));
+    const urnOf = (name: string) => bindings.find((r) => (r.inputs.metadata as Obj).name === name)!.urn;
+    const stages = plan.resources.filter((r) => r.type === "kubernetes:kargo.akuity.io/v1alpha1:Stage");
+    expect(stages.map((r) => (r.inputs.metadata as Obj).name).sort()).toEqual(
+      runStages(pipeline)
+        .map((s) => s.name)
+        .sort(),
+    );
+    const judging = approvalAdmissionOf(pipeline);
+    for (const stage of stages) {
+      const name = (stage.inputs.metadata as Obj).name as string;
+      expect(stage.dependsOn, name).toContain(urnOf(judging(name)));
+      const own = ruleRanges(approvalRules(pipeline)).find((g) => g.rules.some((r) => r.stage === name))!;
+      expect(own.rules.map((r) => r.stage)).toContain(name);
+    }
   });
 
   it("holds each stage to the Freight sources its planned Stage waits for (the example and the largest pipeline)", () => {
@@ -103,6 +123,22 @@ describe("the approval admission policy", () => {
         for (const k of ["", "-", "a", "zzzz", ...rules.map((r) => `${r.stage}-x`)])
           expect(rangesHolding(ranges, k)).toHaveLength(1);
       }
+    }
+  });
+
+  it("names for each stage of the largest pipeline the policy whose rules hold it (what its Stage waits for)", () => {
+    const policies = (approvalAdmission(largest) as Obj[]).filter(
+      (o) => o.kind === "ValidatingAdmissionPolicy",
+    );
+    expect(policies.length).toBeGreaterThan(1);
+    const judging = approvalAdmissionOf(largest);
+    for (const s of runStages(largest)) {
+      const holding = policies.filter((o) =>
+        (o.spec.variables as { name: string; expression: string }[])
+          .find((v) => v.name === "kinds")!
+          .expression.includes(`'${s.name}': `),
+      );
+      expect(holding.map((o) => o.metadata.name)).toEqual([judging(s.name)]);
     }
   });
 

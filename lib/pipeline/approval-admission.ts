@@ -202,3 +202,15 @@ export function approvalAdmission(
     return [o, denyBinding(p, o.metadata.name, inNamespace(p.project))];
   });
 }
+
+/** The name of the policy (and binding) that judges approvals for `stage`: the one whose range holds it. */
+export function approvalAdmissionOf(p: Pick<Pipeline, "project" | "stages" | "programs">) {
+  const ranges = ruleRanges(approvalRules(p));
+  return (stage: string) =>
+    approvalAdmissionName(
+      p,
+      ranges.findIndex(
+        (g) => (g.from === undefined || stage >= g.from) && (g.to === undefined || stage < g.to),
+      ),
+    );
+}
