@@ -17,6 +17,7 @@ import {
   warehouseSpec,
 } from "../lib/pipeline/promotion";
 import { stackAdmission, stackAdmissionName, stageAdmissionName } from "../lib/pipeline/admission";
+import { approvalAdmission, approvalAdmissionOf } from "../lib/pipeline/approval-admission";
 import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { verificationAccess } from "../lib/pipeline/verification-access";
 import { applicationSpec } from "../lib/pipeline/stack-manifest";
@@ -27,6 +28,7 @@ import {
 } from "../lib/pipeline/verification";
 import { stackObjectName } from "../lib/pipeline/names";
 import type { Pipeline } from "../lib/pipeline/schema";
+import { admissionPolicies } from "./admissionPolicies";
 import { PluginCache } from "./pluginCache";
 
 export interface PromotionPipelineArgs {
@@ -277,30 +279,13 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     // policy per program stage and one for every other name, so no expression grows with the pipeline.
     // Each program Stage waits for its own binding and the one for every other name, not for every stage's:
     // a thousand stages each depending on every binding would make the plan quadratic in the stages.
-    const policies = new Map<string, k8s.admissionregistration.v1.ValidatingAdmissionPolicy>();
-    const bindings = new Map<string, k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding>();
-    for (const o of stackAdmission(p)) {
-      if (o.kind === "ValidatingAdmissionPolicy") {
-        policies.set(
-          o.metadata.name,
-          new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            o.metadata.name,
-            { metadata: o.metadata, spec: o.spec },
-            k8sOpts,
-          ),
-        );
-      } else {
-        bindings.set(
-          o.metadata.name,
-          new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            o.metadata.name,
-            { metadata: o.metadata, spec: o.spec },
-            { ...k8sOpts, dependsOn: [policies.get(o.spec.policyName)!] },
-          ),
-        );
-      }
-    }
+    const bindings = admissionPolicies(stackAdmission(p), k8sOpts);
     const unplanned = bindings.get(stackAdmissionName(p))!;
+    // Before any Stage: an approval is admitted only for Freight the path has brought to its stage
+    // (lib/pipeline/approval-admission.ts), so none is ever recorded unjudged. Each Stage waits for the one
+    // policy that judges its name, not for all of them (their number grows with the pipeline).
+    const approvals = admissionPolicies(approvalAdmission(p), k8sOpts);
+    const approvalsOf = approvalAdmissionOf(p);
 
     // The plugin cache is ready before any stage can promote, so no workspace waits for its first snapshot.
     // Here, not on a stage branch: it belongs to the pipeline, not to a Freight.
@@ -338,6 +323,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
               ...(application ? [application] : []),
               ...[bindings.get(stageAdmissionName(p, s.name))].filter((b) => b !== undefined),
               unplanned,
+              approvals.get(approvalsOf(s.name))!,
               ...cache,
             ],
           },

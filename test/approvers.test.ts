@@ -82,9 +82,10 @@ describe("what each approver group can do through Kargo's API", () => {
 
   // Kargo checks `promote` on the target Stage and `patch` on freights/status separately, each by any of the
   // user's accounts: a group that decides an environment's stops and also a gate can approve Freight for that
-  // gate too (Freight that did not pass the gate's upstream stages). Never for a stage it cannot promote
-  // into, never for a preview stage, and never around another group's gate (e.g. qapreview past both QA
-  // gates); docs/security-and-approvals.md states what that gate approval reaches.
+  // gate too (the API server then admits it only for Freight verified where the gate waits for:
+  // lib/pipeline/approval-admission.ts). Never for a stage it cannot promote into, never for a preview stage,
+  // and never around another group's gate (e.g. qapreview past both QA gates); docs/security-and-approvals.md
+  // states what that gate approval reaches.
   it("lets a group approve Freight only for its environments' update stages, and its own gates if it has any of those", () => {
     for (const group of groups) {
       const { updates, gates } = stagesOf(group);

@@ -3,12 +3,15 @@
 // the function kargo/promotionPipeline.ts calls), the Stack manifest of every program stage (what
 // `npm run stacks` writes and a promotion copies to the stage's branch) with the Application that applies
 // it, and what the plan becomes when it changes: the first stage's policy after the first program's
-// workspace image changed. Prints one JSON document on stdout.
+// workspace image changed. Also its approval admission (lib/pipeline/approval-admission.ts, several policies
+// at this size) and each Kargo stage's kind and Freight sources. Prints one JSON document on stdout.
 import { stackAdmission, stageAdmissionName } from "../../lib/pipeline/admission";
-import { programStages } from "../../lib/pipeline/graph";
+import { approvalAdmission } from "../../lib/pipeline/approval-admission";
+import { programStages, runStages } from "../../lib/pipeline/graph";
 import { stackObjectName } from "../../lib/pipeline/names";
 import { WORKSPACE_IMAGES } from "../../lib/pipeline/schema";
 import { stackManifest } from "../../lib/pipeline/stack-manifest";
+import { stageSpec } from "../../lib/pipeline/promotion";
 import { largestDefinition, largestPipeline } from "../largest-pipeline";
 
 const definition = largestDefinition();
@@ -29,6 +32,17 @@ process.stdout.write(
       application: stackObjectName(p, s.name),
       manifest: stackManifest(p, s),
     })),
+    approvals: {
+      project: p.project,
+      admission: approvalAdmission(p),
+      stages: runStages(p).map((s) => ({
+        name: s.name,
+        kind: s.kind,
+        environment: s.kind === "gate" ? "" : s.environment,
+        program: s.kind === "gate" || s.kind === "join" ? "" : s.program,
+        spec: { requestedFreight: stageSpec(p, s).requestedFreight },
+      })),
+    },
     replanned: stackAdmission(replanned).find(
       (o) => o.kind === "ValidatingAdmissionPolicy" && o.metadata.name === stageAdmissionName(p, first.name),
     ),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,8 @@ type largest struct {
 	Replanned *unstructured.Unstructured
 	// applied: each planned Stack as its Application applies it.
 	applied []*unstructured.Unstructured
+	// Approvals: its approval admission and Stages (approval_test.go).
+	Approvals largestApprovals
 }
 
 var (
@@ -63,25 +66,33 @@ func doDeployLargest(t *testing.T, in *installation) (*largest, string) {
 			Application string         `json:"application"`
 			Manifest    map[string]any `json:"manifest"`
 		} `json:"stacks"`
-		Replanned map[string]any `json:"replanned"`
+		Replanned map[string]any   `json:"replanned"`
+		Approvals largestApprovals `json:"approvals"`
 	}
 	if err := json.Unmarshal(out, &raw); err != nil {
 		return nil, "test/kube/largest.ts: " + err.Error()
 	}
-	l := &largest{Namespace: raw.Namespace, Replanned: &unstructured.Unstructured{Object: raw.Replanned}}
+	l := &largest{Namespace: raw.Namespace, Replanned: &unstructured.Unstructured{Object: raw.Replanned}, Approvals: raw.Approvals}
 	for _, o := range raw.Admission {
 		l.Admission = append(l.Admission, &unstructured.Unstructured{Object: o})
+	}
+	namespaces := []string{raw.Namespace, raw.Approvals.Project}
+	var approvalObjects []*unstructured.Unstructured
+	for _, o := range raw.Approvals.Admission {
+		approvalObjects = append(approvalObjects, &unstructured.Unstructured{Object: o})
 	}
 	for _, s := range raw.Stacks {
 		l.applied = append(l.applied, asArgoCDApplies(s.Application, raw.Namespace, &unstructured.Unstructured{Object: s.Manifest}))
 	}
 	ctx := context.Background()
-	_, err = in.server.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err.Error()
+	for _, ns := range namespaces {
+		_, err = in.server.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err.Error()
+		}
 	}
 	start := time.Now()
-	refused := inParallel(l.Admission, func(o *unstructured.Unstructured) string {
+	refused := inParallel(append(slices.Clone(l.Admission), approvalObjects...), func(o *unstructured.Unstructured) string {
 		if _, err := in.apply(ctx, o); err != nil {
 			return o.GetKind() + " " + o.GetName() + ": " + err.Error()
 		}

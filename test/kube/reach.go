@@ -215,9 +215,10 @@ func columns() []column {
 			},
 		},
 		{
-			Title: "approve Freight for (`kargo approve`)",
-			// Kargo checks `promote` on the Stage, then patches the Freight's status as the user
-			// (pkg/server/approve_freight_v1alpha1.go).
+			Title: "approve Freight for (`kargo approve`; admitted only where the path brought it)",
+			// Kargo checks `promote` on the Stage, then patches the Freight's status
+			// (pkg/server/approve_freight_v1alpha1.go); lib/pipeline/approval-admission.ts then admits the
+			// approval only for Freight the path brought to the Stage (approval_test.go).
 			Cells: func(w intent) []cell {
 				var cells []cell
 				for _, s := range kargoStageNames(w) {
@@ -234,6 +235,27 @@ func columns() []column {
 					return nil, nil
 				}
 				return append(updates, gates...), gates
+			},
+		},
+		{
+			// The gap no policy closes: a Promotion created through Kargo's generic resource API is checked for
+			// the user's `create promotions` only, then created by Kargo's API server as itself
+			// (pkg/server/create_resource_v1alpha1.go, through pkg/server/kubernetes/client.go Create); Kargo's
+			// Promotion webhook then asks whether that server
+			// may promote (it may, everywhere) and whether the Freight is available to the Stage
+			// (pkg/webhook/kubernetes/promotion/webhook.go ValidateCreate, at v1.11.2). So any Stage, gates
+			// included, with Freight the path (or an admitted approval) brought there.
+			Title: "promote through Kargo's resource API (`kargo apply -f promotion.yaml`)",
+			Cells: func(w intent) []cell {
+				return []cell{{"any Stage, Freight available to it", []access{
+					{Verb: "create", Group: kargoGroup, Resource: "promotions", Namespace: w.Pipeline.Project},
+				}}}
+			},
+			Expect: func(w intent, id identity) ([]string, []string) {
+				if len(gatesOf(w, id.group)) == 0 {
+					return nil, nil
+				}
+				return []string{"any Stage, Freight available to it"}, nil
 			},
 		},
 		{
