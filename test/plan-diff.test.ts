@@ -5,7 +5,7 @@
 // another account: lib/cli/plan/path-examples.ts). The path's changes and the widened reach must be said first
 // under oversight, each other change under its heading, with the cost, and the policy pack must flag the ones
 // that break a rule. One diff run (two plans) for the whole file.
-import { policyResourceName } from "../lib/pipeline/access";
+import { policyResourceName, sameAccount } from "../lib/pipeline/access";
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -70,9 +70,11 @@ const protectedName = "zz-data";
 const protectedDecl = { type: "aws:s3:Bucket" };
 /** The bucket the second commit adds, unprotected. */
 const added = "zz-logs";
+/** Its statements keep to the role's own account, as `npm run plan` requires of every program's access. */
+const sameAccountCondition = JSON.stringify(sameAccount);
 const madeUpDeclaration = `{ name: "${madeUp.name}", dir: "${madeUp.dir}", aws: {
-  update: (s) => [{ Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: s.pulumiStacks.map((st) => \`arn:\${s.partition}:s3:::${madeUp.project}-\${st}/*\`) }],
-  preview: (s) => [{ Effect: "Allow", Action: ["s3:GetObject"], Resource: s.pulumiStacks.map((st) => \`arn:\${s.partition}:s3:::${madeUp.project}-\${st}/*\`) }],
+  update: (s) => [{ Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: s.pulumiStacks.map((st) => \`arn:\${s.partition}:s3:::${madeUp.project}-\${st}/*\`), Condition: ${sameAccountCondition} }],
+  preview: (s) => [{ Effect: "Allow", Action: ["s3:GetObject"], Resource: s.pulumiStacks.map((st) => \`arn:\${s.partition}:s3:::${madeUp.project}-\${st}/*\`), Condition: ${sameAccountCondition} }],
 } }`;
 /** Each program's policy in each environment, as kargo/index.ts names them: the fork's and the made-up one's. */
 const programPolicies = [...programs.filter((x) => x.aws).map((x) => x.name), madeUp.name].flatMap((name) =>

@@ -54,13 +54,16 @@ export interface BurstNeed {
 
 /**
  * Chart defaults at the pinned versions, by release (the committed data `npm run crds` extracts); cert-manager
- * ships a schema only: its defaults are 1 replica, no requests.
+ * ships a schema only: its defaults are 1 replica, no requests. argo-events' chart values are not in that
+ * data (argo-helm is no Go module): its add-on sets every value the inventory reads, the controller's
+ * replicas and requests (cluster-setup/addons/argoEvents.ts; test/event-router.test.ts holds them).
  */
 export function chartDefaults(): Record<string, Values> {
   const data = readValidationData();
   return {
     ...Object.fromEntries(Object.entries(data.charts).map(([chart, c]) => [chart, c.defaults as Values])),
     "cert-manager": {},
+    "argo-events": {},
   };
 }
 
