@@ -31,16 +31,21 @@ const problemsOf = (input: PipelineInput): string => {
   throw new Error("the pipeline was accepted");
 };
 
+const byName = <T extends { name: string }>(xs: T[]) => [...xs].sort((a, b) => a.name.localeCompare(b.name));
+
 /** What each program's stage of a declared stage passes its AnalysisTemplate beyond project, stack and commit. */
 const policyArgsOf = (p: ReturnType<typeof validatePipeline>, declared: string) => {
   const stages = programStages(p).filter((s) => s.declared === declared);
   expect(stages.map((s) => s.program).sort(), declared).toEqual(p.programs.map((x) => x.name).sort());
-  return stages.map((s) => {
-    const verification = stageSpec(p, s).verification!;
-    const args = Object.fromEntries(verification.args!.map((a) => [a.name, a.value]));
-    const { project: _p, stack: _s, commit: _c, ...policy } = args;
-    return { program: s.program, template: verification.analysisTemplates![0]!.name, policy };
-  });
+  // By program name: the stages come in dependency order, which is any order the dependencies allow.
+  return stages
+    .sort((a, b) => a.program.localeCompare(b.program))
+    .map((s) => {
+      const verification = stageSpec(p, s).verification!;
+      const args = Object.fromEntries(verification.args!.map((a) => [a.name, a.value]));
+      const { project: _p, stack: _s, commit: _c, ...policy } = args;
+      return { program: s.program, template: verification.analysisTemplates![0]!.name, policy };
+    });
 };
 /** The policy args a preview stage passes when its environment stops on `stopOn`, decided by `deciders`. */
 const stopping = (
@@ -49,7 +54,7 @@ const stopping = (
   stopOn: string,
   deciders: readonly string[],
 ) =>
-  p.programs.map((x) => ({
+  byName(p.programs).map((x) => ({
     program: x.name,
     template: "pulumi-preview",
     policy: {
@@ -59,7 +64,7 @@ const stopping = (
     },
   }));
 const stopsNothing = (p: ReturnType<typeof validatePipeline>) =>
-  p.programs.map((x) => ({ program: x.name, template: "pulumi-preview", policy: {} }));
+  byName(p.programs).map((x) => ({ program: x.name, template: "pulumi-preview", policy: {} }));
 
 describe("what stops each environment's Freight", () => {
   it("offers exactly the classes the classifier gives, in its order", () => {
