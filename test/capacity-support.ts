@@ -279,9 +279,12 @@ export function bruteForceMoments(p: Pick<Pipeline, "stages" | "programs">, limi
  * The brute force's count of the program stages one Freight has running at once, or undefined when the
  * pipeline has too many moments for it: then only the exact count (lib/pipeline/concurrency.ts) counts it.
  */
-export function bruteForceCount(p: Pick<Pipeline, "stages" | "programs">): number | undefined {
+export function bruteForceCount(
+  p: Pick<Pipeline, "stages" | "programs">,
+  limit?: number,
+): number | undefined {
   try {
-    return Math.max(...bruteForceMoments(p).map((running) => running.length));
+    return Math.max(...bruteForceMoments(p, limit).map((running) => running.length));
   } catch (err) {
     if (/too large for the brute force/.test((err as Error).message)) return undefined;
     throw err;

@@ -17,7 +17,6 @@ import {
 import { planChain } from "../lib/cli/plan/projects";
 import { docPages } from "../lib/markdown";
 import {
-  bruteForceCount,
   bruteForceMoments,
   gatesSideBySide,
   generateShape,
@@ -27,6 +26,7 @@ import {
   withMoreEnvironments,
   withRoomFor,
 } from "./capacity-support";
+import { expectExactCount } from "./fork-checks";
 import { ofType, planProject } from "./helpers";
 
 const pipeline = validatePipeline(definition);
@@ -97,28 +97,10 @@ describe("the workspaces one Freight starts at once", () => {
     }
   });
 
-  /**
-   * The exact count of `p`, and where the brute force can walk `p` (every fork's example-sized pipeline),
-   * the brute force's count too; past it, the exact count's set must still be one that can run together.
-   */
-  const checkedCount = (p: Pipeline, at: string): number => {
-    const running = concurrentStages(p);
-    const reference = bruteForceCount(p);
-    if (reference !== undefined) expect(running.length, at).toBe(reference);
-    expect(
-      runTogether(
-        p,
-        running.map((s) => s.name),
-      ),
-      at,
-    ).toBe(true);
-    return running.length;
-  };
-
   it("runs gates side by side at once: people approve them together", () => {
     // The fork's own pipeline, with room made for two more if it is at the schema's limits.
     const base = withRoomFor(definition, 2);
-    const side = checkedCount(withMoreEnvironments(base, 2, "side by side"), "two side by side");
+    const side = expectExactCount(withMoreEnvironments(base, 2, "side by side"), "two side by side");
     // Both environments at their widest at once: twice what one environment alone runs, at least.
     const [env, own] = Object.entries(definition.environments)[0]!;
     const alone = validatePipeline({
@@ -130,7 +112,7 @@ describe("the workspaces one Freight starts at once", () => {
         { name: "zzupdate", kind: "update", environment: env, from: ["zzpreview"] },
       ],
     });
-    expect(side).toBeGreaterThanOrEqual(2 * checkedCount(alone, "one environment alone"));
+    expect(side).toBeGreaterThanOrEqual(2 * expectExactCount(alone, "one environment alone"));
     expect(side).toBeGreaterThanOrEqual(2);
   });
 
@@ -138,7 +120,7 @@ describe("the workspaces one Freight starts at once", () => {
     // Environments side by side after one stage add what one adds, each: the count grows by the same step.
     const base = withRoomFor(definition, 5);
     const [three, four] = [3, 4].map((n) =>
-      checkedCount(withMoreEnvironments(base, n, "side by side"), `${n} side by side`),
+      expectExactCount(withMoreEnvironments(base, n, "side by side"), `${n} side by side`),
     );
     const step = four! - three!;
     expect(step).toBeGreaterThan(0);
@@ -150,7 +132,7 @@ describe("the workspaces one Freight starts at once", () => {
       // Chained, each behind the one before: no wider than with two chained.
       const chained = withMoreEnvironments(base, count, "chained");
       expect(concurrentStages(chained).length, `${count} chained`).toBe(
-        checkedCount(withMoreEnvironments(base, 2, "chained"), "2 chained"),
+        expectExactCount(withMoreEnvironments(base, 2, "chained"), "2 chained"),
       );
     }
   });
