@@ -1,7 +1,8 @@
 // Pipelines of other shapes for the capacity and cost tests: a fork's with more environments, added as
 // docs/make-it-yours.md documents ("Add an environment": each behind a gate of its own after the last update
 // stage, with a stack config in every program's folder, written into a copy of the programs so validation
-// reads them as it reads the fork's); seeded generated ones; and the brute-force count of what runs at once.
+// reads them as it reads the fork's), never past the schema's limits (a fork at them first makes room);
+// seeded generated ones; and the brute-force count of what runs at once, for the pipelines it can walk.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
