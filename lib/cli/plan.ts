@@ -2,7 +2,7 @@
 // the mock runtime. `--diff REF [--format text|markdown|json]`: what changes from REF (lib/cli/plan/diff-run.ts).
 // The arguments are checked in lib/cli/plan/command.ts, the plan made in lib/cli/plan/execute.ts.
 import { withoutSourceMaps } from "./plan/fast-start";
-import { planArguments, type PlanCommandIO } from "./plan/command";
+import { exitAfterOutput, planArguments, type PlanCommandIO } from "./plan/command";
 
 withoutSourceMaps();
 
@@ -18,4 +18,4 @@ async function main(): Promise<number> {
   return executePlan(args, io);
 }
 
-main().then((code) => process.exit(code));
+main().then(exitAfterOutput);
