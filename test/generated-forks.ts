@@ -18,7 +18,7 @@ export interface ForkShape {
   environments: number;
   /** Each behind a gate from the Warehouse; each behind the one before; or pairs side by side, joined. */
   layout: "side by side" | "chained" | "diamonds";
-  /** Programs in all, the fork's own first. */
+  /** Programs in all: as many of the fork's own as leave room for one of each runtime, then generated ones. */
   programs: number;
   /** The generated programs: independent, or in diamonds (a; b and c after a; d after b and c; ...). */
   dependencies: "none" | "diamonds";
@@ -98,7 +98,13 @@ export function generatedFork(shape: ForkShape): { input: PipelineInput; root: s
     { name: `${e}p`, kind: "preview", environment: e, from: [`${e}g`] },
     { name: e, kind: "update", environment: e, from: [`${e}p`] },
   ]);
-  const own = definition.programs.slice(0, shape.programs);
+  // The fork's own programs first, leaving room for one generated program of each runtime; any of its own
+  // whose dependency is left out goes too.
+  let own = definition.programs.slice(0, Math.max(0, shape.programs - runtimes.length));
+  for (let kept = -1; kept !== own.length;) {
+    kept = own.length;
+    own = own.filter((x) => (x.dependsOn ?? []).every((d) => own.some((o) => o.name === d)));
+  }
   const generated = Array.from({ length: shape.programs - own.length }, (_, k) => ({
     name: `g${k}`,
     dir: `programs/zz-generated-${k}`,
