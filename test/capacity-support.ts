@@ -1,16 +1,88 @@
 // Pipelines of other shapes for the capacity and cost tests: a fork's with more environments, added as
 // docs/make-it-yours.md documents ("Add an environment": each behind a gate of its own after the last update
 // stage, with a stack config in every program's folder, written into a copy of the programs so validation
-// reads them as it reads the fork's); seeded generated ones; and the brute-force count of what runs at once.
+// reads them as it reads the fork's), never past the schema's limits (a fork at them first makes room);
+// seeded generated ones; and the brute-force count of what runs at once, for the pipelines it can walk.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { repoRoot } from "../lib/cli/plan/projects";
 import { isProgramStage, runStages } from "../lib/pipeline/graph";
-import type { Pipeline, PipelineInput } from "../lib/pipeline/schema";
+import {
+  MAX_ENVIRONMENTS,
+  MAX_PROGRAM_STAGES,
+  MAX_STAGES,
+  type Pipeline,
+  type PipelineInput,
+} from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 
 type StageInput = PipelineInput["stages"][number];
+
+/**
+ * How many environments `withMoreEnvironments` can add to `definition` within the schema's limits: each
+ * adds an environment, three stages, and a preview and an update stage per program.
+ */
+export function roomFor(definition: PipelineInput): number {
+  const programs = definition.programs.length;
+  const environmentStages = definition.stages.filter((s) => s.kind !== "gate").length;
+  return Math.max(
+    0,
+    Math.min(
+      MAX_ENVIRONMENTS - Object.keys(definition.environments).length,
+      Math.floor((MAX_STAGES - definition.stages.length) / 3),
+      Math.floor((MAX_PROGRAM_STAGES - environmentStages * programs) / (2 * programs)),
+    ),
+  );
+}
+
+/** The pipeline without `env`: its stages go, and whatever came from them comes from what they came from. */
+export function withoutEnvironment(p: PipelineInput, env: string): PipelineInput {
+  const gone = new Map(
+    p.stages.filter((s) => s.kind !== "gate" && s.environment === env).map((s) => [s.name, s]),
+  );
+  const resolve = (from: StageInput["from"]): string[] =>
+    from === "warehouse" ? [] : from.flatMap((up) => (gone.has(up) ? resolve(gone.get(up)!.from) : [up]));
+  const stages = p.stages
+    .filter((s) => !gone.has(s.name))
+    .map((s): StageInput => {
+      if (s.from === "warehouse") return s;
+      const from = [...new Set(resolve(s.from))];
+      const { requireAll, ...rest } = s;
+      return {
+        ...rest,
+        from: from.length > 0 ? from : "warehouse",
+        ...(from.length > 1 && requireAll ? { requireAll } : {}),
+      };
+    });
+  const { [env]: _removed, ...environments } = p.environments;
+  return { ...p, environments, stages };
+}
+
+/**
+ * `definition`, or, when it is too large to grow by `count` environments (a fork at the schema's limits), it
+ * with the fewest of its environments removed that leaves the room: the last it lists first, each removal
+ * leaving a pipeline the validation takes.
+ */
+export function withRoomFor(definition: PipelineInput, count: number): PipelineInput {
+  let p = definition;
+  while (roomFor(p) < count) {
+    const smaller = Object.keys(p.environments)
+      .reverse()
+      .map((env) => withoutEnvironment(p, env))
+      .find((q) => {
+        try {
+          validatePipeline(q);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+    if (!smaller) throw new Error(`no environment of the pipeline can go to make room for ${count} more`);
+    p = smaller;
+  }
+  return p;
+}
 
 /** `definition` with `count` environments more, chained after its last update stage, or side by side after it. */
 export function withMoreEnvironments(
@@ -130,6 +202,26 @@ export function generateShape(seed: number, size: ShapeSize): GeneratedShape {
   return { pipeline: { environments, stages, programs }, dependencies, ...shape };
 }
 
+/** `environments` environments, each behind a gate of its own from the Warehouse, and one program. */
+export function gatesSideBySide(environments: number): GeneratedShape {
+  const names = Array.from({ length: environments }, (_, e) => `e${e}`);
+  return {
+    pipeline: {
+      programs: [{ name: "p0", dependsOn: [] }],
+      environments: Object.fromEntries(names.map((e) => [e, { pulumiStack: e, deciders: ["a"] }])),
+      stages: names.flatMap((e): StageInput[] => [
+        { name: `${e}g`, kind: "gate", from: "warehouse", approvers: ["a"] },
+        { name: `${e}p`, kind: "preview", environment: e, from: [`${e}g`] },
+        { name: e, kind: "update", environment: e, from: [`${e}p`] },
+      ]),
+    },
+    sideBySideGates: environments > 1,
+    anyOf: false,
+    requireAll: false,
+    dependencies: false,
+  };
+}
+
 /** `shape` as a whole definition, its programs written into a throwaway checkout, validated as a fork's. */
 export function validatedShape(shape: GeneratedShape, definition: PipelineInput): Pipeline {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "generated-pipeline-"));
@@ -182,6 +274,22 @@ export function bruteForceMoments(p: Pick<Pipeline, "stages" | "programs">, limi
     for (const i of ready) stack.push(done.map((d, j) => d || j === i));
   }
   return running;
+}
+
+/**
+ * The brute force's count of the program stages one Freight has running at once, or undefined when the
+ * pipeline has too many moments for it: then only the exact count (lib/pipeline/concurrency.ts) counts it.
+ */
+export function bruteForceCount(
+  p: Pick<Pipeline, "stages" | "programs">,
+  limit?: number,
+): number | undefined {
+  try {
+    return Math.max(...bruteForceMoments(p, limit).map((running) => running.length));
+  } catch (err) {
+    if (/too large for the brute force/.test((err as Error).message)) return undefined;
+    throw err;
+  }
 }
 
 /**

@@ -18,11 +18,15 @@ import { planChain } from "../lib/cli/plan/projects";
 import { docPages } from "../lib/markdown";
 import {
   bruteForceMoments,
+  gatesSideBySide,
   generateShape,
+  roomFor,
   runTogether,
   validatedShape,
   withMoreEnvironments,
+  withRoomFor,
 } from "./capacity-support";
+import { expectExactCount } from "./fork-checks";
 import { ofType, planProject } from "./helpers";
 
 const pipeline = validatePipeline(definition);
@@ -94,25 +98,41 @@ describe("the workspaces one Freight starts at once", () => {
   });
 
   it("runs gates side by side at once: people approve them together", () => {
-    const side = withMoreEnvironments(definition, 2, "side by side");
-    expect(concurrentStages(side).length).toBe(bruteForce(side));
-    expect(concurrentStages(side).length).toBeGreaterThanOrEqual(2);
+    // The fork's own pipeline, with room made for two more if it is at the schema's limits.
+    const base = withRoomFor(definition, 2);
+    const side = expectExactCount(withMoreEnvironments(base, 2, "side by side"), "two side by side");
+    // Both environments at their widest at once: twice what one environment alone runs, at least.
+    const [env, own] = Object.entries(definition.environments)[0]!;
+    const alone = validatePipeline({
+      ...definition,
+      environments: { [env]: own },
+      stages: [
+        { name: "zzgate", kind: "gate", from: "warehouse", approvers: ["zz-approvers"] },
+        { name: "zzpreview", kind: "preview", environment: env, from: ["zzgate"] },
+        { name: "zzupdate", kind: "update", environment: env, from: ["zzpreview"] },
+      ],
+    });
+    expect(side).toBeGreaterThanOrEqual(2 * expectExactCount(alone, "one environment alone"));
+    expect(side).toBeGreaterThanOrEqual(2);
   });
 
   it("counts pipelines far past the brute force, up to the most environments the validation takes", () => {
     // Environments side by side after one stage add what one adds, each: the count grows by the same step.
-    const [three, four] = [3, 4].map((n) => bruteForce(withMoreEnvironments(definition, n, "side by side")));
+    const base = withRoomFor(definition, 5);
+    const [three, four] = [3, 4].map((n) =>
+      expectExactCount(withMoreEnvironments(base, n, "side by side"), `${n} side by side`),
+    );
     const step = four! - three!;
     expect(step).toBeGreaterThan(0);
-    const most = MAX_ENVIRONMENTS - Object.keys(definition.environments).length;
-    for (const count of [10, most]) {
-      const side = withMoreEnvironments(definition, count, "side by side");
-      expect(programStages(side).length).toBeGreaterThan(31);
+    const most = roomFor(base);
+    for (const count of [...new Set([Math.min(10, most), most])]) {
+      const side = withMoreEnvironments(base, count, "side by side");
+      expect(programStages(side).length).toBeGreaterThan(programStages(validatePipeline(base)).length);
       expect(concurrentStages(side).length, `${count} side by side`).toBe(four! + (count - 4) * step);
-      // Chained, each behind the one before: no wider than the example or one environment's own stages.
-      const chained = withMoreEnvironments(definition, count, "chained");
+      // Chained, each behind the one before: no wider than with two chained.
+      const chained = withMoreEnvironments(base, count, "chained");
       expect(concurrentStages(chained).length, `${count} chained`).toBe(
-        bruteForce(withMoreEnvironments(definition, 2, "chained")),
+        expectExactCount(withMoreEnvironments(base, 2, "chained"), "2 chained"),
       );
     }
   });
@@ -181,23 +201,27 @@ describe("capacity of the fixed base", () => {
   });
 
   it("is the same base for any number or shape of environments: one Freight's others take burst nodes", () => {
+    // Up to ten more, as many as the schema's limits leave a fork room for.
+    const more = Math.min(10, roomFor(definition));
     const shapes = [
-      withMoreEnvironments(definition, 10),
-      withMoreEnvironments(definition, 10, "side by side"),
+      withMoreEnvironments(definition, more),
+      withMoreEnvironments(definition, more, "side by side"),
       ...[1, 2, 3, 4, 5].map((seed) =>
         validatedShape(generateShape(seed, { environments: 3 + seed, programs: 1 + (seed % 3) }), definition),
       ),
+      largestShape(1),
     ];
     for (const shape of shapes) {
       const other = plannedCapacity(plans, shape);
       expect(capacityShortfall(other)).toBeUndefined();
       expect(other.report).toEqual(planned.report);
       expect(other.burst.workspaces).toBe(Math.max(0, other.concurrent - other.baseWorkspaces));
+      expect(other.burst.nodes).toBe(Math.ceil(other.burst.workspaces / other.burst.perNode));
     }
-    // Ten environments side by side start more at once than the base holds: the rest take burst nodes.
-    const wide = plannedCapacity(plans, shapes[1]!);
+    // The largest pipeline starts more at once than the base holds: the rest take burst nodes.
+    const wide = plannedCapacity(plans, shapes.at(-1)!);
     expect(wide.concurrent).toBeGreaterThan(wide.baseWorkspaces);
-    expect(wide.burst.nodes).toBe(Math.ceil(wide.burst.workspaces / wide.burst.perNode));
+    expect(wide.burst.nodes).toBeGreaterThan(0);
   });
 
   it("says with figures when the base cannot hold the workspaces cluster:baseWorkspaces asks for", async () => {
@@ -228,10 +252,23 @@ describe("capacity of the fixed base", () => {
 
   it("says when one Freight starts more at once than the burst limits hold, and not before", () => {
     const { burst, baseWorkspaces } = planned;
-    expect(burstShortfall(planned)).toBeUndefined();
-    // What the base and the burst limits hold at once; a shape starting more says so, with the figures.
+    // What the base and the burst limits hold at once; a shape starting more says so, with the figures. The
+    // fork's own pipeline may start more (then the rest wait): it says so exactly when it does.
     const held = baseWorkspaces + burst.perNode * burst.allowedNodes;
-    const shapes = [withMoreEnvironments(definition, 10, "side by side")].concat([1, 2, 3].map(largestShape));
+    expect(burstShortfall(planned) === undefined, `${planned.concurrent} at once`).toBe(
+      planned.concurrent <= held,
+    );
+    // Gates side by side from the Warehouse, one program: one workspace per environment at once, so the
+    // limit and one past it, where the schema allows that many environments.
+    const gates = [held, held + 1]
+      .filter((n) => n >= 1 && n <= MAX_ENVIRONMENTS)
+      .map((n) => validatedShape(gatesSideBySide(n), definition));
+    const shapes = [
+      validatedShape(gatesSideBySide(1), definition),
+      ...gates,
+      withMoreEnvironments(definition, Math.min(10, roomFor(definition)), "side by side"),
+      ...[1, 2, 3].map(largestShape),
+    ];
     const counts = shapes.map((shape) => {
       const side = plannedCapacity(plans, shape);
       expect(burstShortfall(side) === undefined, `${side.concurrent} at once`).toBe(side.concurrent <= held);
@@ -241,7 +278,10 @@ describe("capacity of the fixed base", () => {
         );
       return side.concurrent;
     });
-    expect(counts.some((n) => n <= held) && counts.some((n) => n > held)).toBe(true);
+    expect(counts.some((n) => n > held)).toBe(true);
+    if (held >= 1) expect(counts.some((n) => n <= held)).toBe(true);
+    for (const [i, n] of [held, held + 1].filter((n) => n >= 1 && n <= MAX_ENVIRONMENTS).entries())
+      expect(counts[1 + i]).toBe(n);
   });
 
   it("is the table docs/capacity-and-cost.md shows (run `npm run docs` after changing the pipeline or the nodes)", () => {

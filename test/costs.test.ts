@@ -4,7 +4,7 @@
 import * as fs from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
-import { generateShape, validatedShape, withMoreEnvironments } from "./capacity-support";
+import { generateShape, roomFor, validatedShape, withMoreEnvironments } from "./capacity-support";
 import { capacityShortfall, plannedCapacity } from "../lib/cli/plan/capacity";
 import {
   burstCost,
@@ -106,9 +106,11 @@ describe("what the platform costs idle", () => {
     const example = monthlyCost([...fixed, ...cacheOf(pipeline)]).total;
     expect(example).toBeLessThanOrEqual(195);
     const plans = await planChain();
+    // Up to ten more environments, as many as the schema's limits leave a fork room for.
+    const more = Math.min(10, roomFor(definition));
     const shapes = [
-      withMoreEnvironments(definition, 10),
-      withMoreEnvironments(definition, 10, "side by side"),
+      withMoreEnvironments(definition, more),
+      withMoreEnvironments(definition, more, "side by side"),
       ...[11, 12, 13, 14, 15, 16].map((seed) =>
         validatedShape(generateShape(seed, { environments: seed - 8, programs: 1 + (seed % 4) }), definition),
       ),

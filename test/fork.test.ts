@@ -16,12 +16,12 @@ import type { Pipeline, PipelineInput } from "../lib/pipeline/schema";
 import { programStageName, topologicalOrder } from "../lib/pipeline/graph";
 import { stackConfigFile, stackManifestFile } from "../lib/pipeline/names";
 import { unexpectedStderr } from "./helpers";
+import { withoutEnvironment } from "./capacity-support";
 import { copyOfRepository } from "./repo-copy";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { repoRoot } from "../lib/cli/plan/projects";
 
 const run = promisify(execFile);
-type StageInput = PipelineInput["stages"][number];
 
 /** What the fork runs of this repository's tests: the ones that follow the pipeline's shape. */
 export const forkTests = [
@@ -36,29 +36,6 @@ export const forkTests = [
 const other = fork.pulumiOrg.includes("acme")
   ? { githubRepo: "https://github.com/globex/change-platform.git", pulumiOrg: "globex-cloud" }
   : { githubRepo: "https://github.com/acme-infra/change-platform.git", pulumiOrg: "acme-cloud" };
-
-/** The pipeline without `env`: its stages go, and whatever came from them comes from what they came from. */
-export function withoutEnvironment(p: PipelineInput, env: string): PipelineInput {
-  const gone = new Map(
-    p.stages.filter((s) => s.kind !== "gate" && s.environment === env).map((s) => [s.name, s]),
-  );
-  const resolve = (from: StageInput["from"]): string[] =>
-    from === "warehouse" ? [] : from.flatMap((up) => (gone.has(up) ? resolve(gone.get(up)!.from) : [up]));
-  const stages = p.stages
-    .filter((s) => !gone.has(s.name))
-    .map((s): StageInput => {
-      if (s.from === "warehouse") return s;
-      const from = [...new Set(resolve(s.from))];
-      const { requireAll, ...rest } = s;
-      return {
-        ...rest,
-        from: from.length > 0 ? from : "warehouse",
-        ...(from.length > 1 && requireAll ? { requireAll } : {}),
-      };
-    });
-  const { [env]: _removed, ...environments } = p.environments;
-  return { ...p, environments, stages };
-}
 
 /**
  * The pipeline with environment `name`: a gate of its own after the last stage, then its preview and update.

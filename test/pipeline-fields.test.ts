@@ -195,11 +195,17 @@ describe("defaults of the fields left out", () => {
   );
   const stacks = without(base.stacks, "dir");
   const pulumi = without(base.pulumi, "apiUrl", "selfHostedApiUrl");
+  // Each environment with its stack and deciders alone, whatever names it was written with (the older
+  // destructiveChangeApprovers, or an environment that stops for nothing and has none): as the pipeline
+  // reads them, or a made-up group where it reads none, which the default stop needs.
   const environments = Object.fromEntries(
-    Object.entries(base.environments).map(([name, { pulumiStack, deciders }]) => [
-      name,
-      { pulumiStack, deciders },
-    ]),
+    Object.entries(basePipeline.environments).map(([name, env]) => {
+      const { deciders } = riskPolicy(env);
+      return [
+        name,
+        { pulumiStack: env.pulumiStack, deciders: deciders.length > 0 ? deciders : ["zz-deciders"] },
+      ];
+    }),
   );
   const p = validatePipeline({ ...base, source, programs, stacks, pulumi, environments, verification: {} });
 

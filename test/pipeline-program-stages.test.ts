@@ -4,17 +4,14 @@
 // into a throwaway checkout. What a program itself must be is pipeline-programs.test.ts's.
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  ancestors,
   environmentStages as declaredEnvironmentStages,
   expandStages,
-  isGate,
   programStageName,
   programStages,
   runStages,
-  type RunStage,
 } from "../lib/pipeline/graph";
 import { names, stackObjectName } from "../lib/pipeline/names";
-import { MAX_PROGRAM_NAME, MAX_STACK_NAME, pipelineSchema, type Pipeline } from "../lib/pipeline/schema";
+import { MAX_PROGRAM_NAME, MAX_STACK_NAME, pipelineSchema } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
   accepted,
@@ -41,6 +38,7 @@ import {
   writeProgram,
   type MadeUp,
 } from "./pipeline-support";
+import { expectExpansion } from "./fork-checks";
 
 afterEach(removeTempDirs);
 
@@ -115,79 +113,6 @@ describe("the Kargo stages the programs make", () => {
     );
   });
 });
-
-/**
- * What every expansion must be, whatever the definition: one stage per declared environment stage and
- * program; a program's stages after its dependencies' update of the same environment; a program without
- * dependencies taking Freight where its declared stage does; joins exactly where a gate or another
- * environment takes Freight from an environment stage, from every program's stage there.
- */
-function expectExpansion(
-  p: Pick<Pipeline, "stages"> & { programs: { name: string; dependsOn: string[] }[] },
-  stages: RunStage[],
-) {
-  const byName = new Map(stages.map((s) => [s.name, s]));
-  const environment = declaredEnvironmentStages(p);
-  const updateOf = (env: string) => environment.find((s) => s.kind === "update" && s.environment === env)!;
-  // Every Kargo stage after its upstream stages, each of which exists.
-  stages.forEach((s, i) => {
-    for (const up of s.from === "warehouse" ? [] : s.from) {
-      expect(byName.has(up), `${s.name} <- ${up}`).toBe(true);
-      expect(
-        stages.findIndex((u) => u.name === up),
-        `${s.name} <- ${up}`,
-      ).toBeLessThan(i);
-    }
-  });
-  for (const s of environment) {
-    for (const x of p.programs) {
-      const name = programStageName(s.name, x.name);
-      expect(byName.get(name), name).toMatchObject({
-        kind: s.kind,
-        environment: s.environment,
-        program: x.name,
-        declared: s.name,
-      });
-      const before = ancestors(stages, name);
-      for (const d of x.dependsOn)
-        expect(before.has(programStageName(updateOf(s.environment).name, d)), `${name} after ${d}`).toBe(
-          true,
-        );
-      if (x.dependsOn.length === 0) {
-        const expected =
-          s.from === "warehouse"
-            ? "warehouse"
-            : s.from.map((up) => {
-                const u = p.stages.find((t) => t.name === up)!;
-                return !isGate(u) && u.environment === s.environment ? programStageName(up, x.name) : up;
-              });
-        expect(byName.get(name)!.from, name).toEqual(expected);
-        expect(byName.get(name)!.requireAll, name).toBe(s.requireAll);
-      }
-    }
-  }
-  const programStageCount = stages.filter((s) => s.kind === "preview" || s.kind === "update").length;
-  expect(programStageCount).toBe(environment.length * p.programs.length);
-  // Joins: the environment stages a gate or another environment's stage takes Freight from.
-  const joined = environment
-    .filter((s) =>
-      p.stages.some(
-        (t) =>
-          t.from !== "warehouse" && t.from.includes(s.name) && (isGate(t) || t.environment !== s.environment),
-      ),
-    )
-    .map((s) => s.name);
-  const joins = stages.filter((s) => s.kind === "join");
-  expect(joins.map((j) => j.name).sort()).toEqual([...joined].sort());
-  for (const j of joins) {
-    expect(j.from, j.name).toEqual(p.programs.map((x) => programStageName(j.declared, x.name)));
-    expect(j.requireAll, j.name).toBe(true);
-  }
-  // Only gates keep their declared names, besides the joins.
-  expect(stages.filter((s) => s.kind === "gate").map((s) => s.name)).toEqual(
-    expect.arrayContaining(p.stages.filter(isGate).map((s) => s.name)),
-  );
-}
 
 describe("the expansion of the declared stages", () => {
   it("over kargo/pipeline.ts: a stage per environment stage and program, dependencies first, joins where needed", () => {

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -195,5 +196,30 @@ describe("npm run plan", () => {
     const unknownOption = await plan("--outdir", scratch);
     expect(unknownOption.code).toBe(2);
     expect(unknownOption.stderr).toMatch(/usage: npm run plan/);
+  });
+});
+
+describe("the plan command's exit", () => {
+  it("waits until a slow reader has taken all of its output", async () => {
+    // More than a pipe's buffer, written before exiting, read only once the process has exited or a second
+    // after the first byte: a bare process.exit would have dropped all but what the pipe held.
+    const size = 1 << 20;
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "-e",
+        `const { exitAfterOutput } = require("./lib/cli/plan/command"); console.log("x".repeat(${size})); exitAfterOutput(3);`,
+      ],
+      { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    await new Promise((resolve) => child.stdout.once("readable", resolve));
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 1000))]);
+    let received = 0;
+    for await (const chunk of child.stdout) received += (chunk as Buffer).length;
+    expect(received).toBe(size + 1);
+    expect(await exited).toBe(3);
   });
 });

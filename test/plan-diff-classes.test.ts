@@ -212,6 +212,7 @@ describe("the plan diff's headings", () => {
         .filter(
           ([, e]) =>
             !e.ephemeral &&
+            e.protected !== false &&
             (e.stopEveryPreview || (e.stopOn ?? ["loss", "privilege", "exposure"]).includes(cls)),
         )
         .map(([name, e]) => `${name} (${(e.deciders ?? e.destructiveChangeApprovers)!.join(", ")} decide)`);

@@ -19,7 +19,7 @@ import { getValidator } from "./crds-support";
 import { SNAPSHOT_CONTROLLER_VERSION } from "../cluster/config";
 import { readValidationData } from "../lib/crds/schema";
 import { pinned } from "../lib/crds/sources";
-import { withMoreEnvironments } from "./capacity-support";
+import { roomFor, withMoreEnvironments, withRoomFor } from "./capacity-support";
 
 const pipeline = validatePipeline(definition);
 const cached = validatePipeline({ ...definition, stacks: { ...definition.stacks, pluginCacheGiB: 3 } });
@@ -220,7 +220,9 @@ describe("the seed", () => {
 
 describe("one cache for the whole pipeline", () => {
   it("is the same cache with ten more environments, and every Stack restores from its one snapshot", () => {
-    const more = withMoreEnvironments(definition, 10);
+    // Ten more, or as many as the schema's limits leave room for (a fork at them makes room first).
+    const base = withRoomFor(definition, 1);
+    const more = withMoreEnvironments(base, Math.min(10, roomFor(base)));
     expect(pluginCacheObjects(more)).toEqual(pluginCacheObjects(pipeline));
     const names = new Set(
       programStages(more).map(

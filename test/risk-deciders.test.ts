@@ -96,7 +96,7 @@ describe("who may let a stop through", () => {
           ? "every change"
           : RISK_CLASSES.filter((c) => (env.stopOn ?? DEFAULT_STOP_ON).includes(c)).join(", ");
         expect(outputs[`stops.${name}`], name).toBe(
-          env.ephemeral || classes === ""
+          env.ephemeral || env.protected === false || classes === ""
             ? "stops for nothing"
             : `stops on ${classes} → ${(env.deciders ?? env.destructiveChangeApprovers)!.join(", ")}`,
         );

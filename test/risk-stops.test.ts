@@ -7,7 +7,6 @@ import { checkAgainstClusterSetup, type ClusterSetup } from "../kargo/upstream";
 import { accountOf, accountRoleName, roleArn } from "../lib/pipeline/accounts";
 import { PLUGIN_CACHE_STORAGE_CLASS } from "../lib/pipeline/plugin-cache";
 import { programStages } from "../lib/pipeline/graph";
-import { stageSpec } from "../lib/pipeline/promotion";
 import { approverGroups, deciderRoles } from "../lib/pipeline/rbac";
 import { pipelineMermaid } from "../lib/pipeline/diagram";
 import {
@@ -26,7 +25,8 @@ import {
   type PipelineInput,
 } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { first, last, pipeline, previewed, second, withEnvironments } from "./risk-stops-support";
+import { expectPolicyArgs, policyArgsOf, stopping, stopsNothing } from "./fork-checks";
+import { first, last, pipeline, second, withEnvironments } from "./risk-stops-support";
 
 const problemsOf = (input: PipelineInput): string => {
   try {
@@ -36,36 +36,6 @@ const problemsOf = (input: PipelineInput): string => {
   }
   throw new Error("the pipeline was accepted");
 };
-
-/** What each program's stage of a declared stage passes its AnalysisTemplate beyond project, stack and commit. */
-const policyArgsOf = (p: ReturnType<typeof validatePipeline>, declared: string) => {
-  const stages = programStages(p).filter((s) => s.declared === declared);
-  expect(stages.map((s) => s.program).sort(), declared).toEqual(p.programs.map((x) => x.name).sort());
-  return stages.map((s) => {
-    const verification = stageSpec(p, s).verification!;
-    const args = Object.fromEntries(verification.args!.map((a) => [a.name, a.value]));
-    const { project: _p, stack: _s, commit: _c, ...policy } = args;
-    return { program: s.program, template: verification.analysisTemplates![0]!.name, policy };
-  });
-};
-/** The policy args a preview stage passes when its environment stops on `stopOn`, decided by `deciders`. */
-const stopping = (
-  p: ReturnType<typeof validatePipeline>,
-  env: (typeof previewed)[number],
-  stopOn: string,
-  deciders: readonly string[],
-) =>
-  p.programs.map((x) => ({
-    program: x.name,
-    template: "pulumi-preview",
-    policy: {
-      "stop-on": stopOn,
-      deciders: deciders.join(","),
-      "approve-stage": `${env.update!.name}-${x.name}`,
-    },
-  }));
-const stopsNothing = (p: ReturnType<typeof validatePipeline>) =>
-  p.programs.map((x) => ({ program: x.name, template: "pulumi-preview", policy: {} }));
 
 describe("what stops each environment's Freight", () => {
   it("offers exactly the classes the classifier gives, in its order", () => {
@@ -126,22 +96,7 @@ describe("what stops each environment's Freight", () => {
   });
 
   it("tells each preview what its environment stops on, who decides and which update stage they approve", () => {
-    for (const env of previewed) {
-      const policy = riskPolicy(pipeline.environments[env.name]!);
-      expect(policyArgsOf(pipeline, env.preview!.name), env.name).toEqual(
-        stopOnText(policy) === "nothing"
-          ? stopsNothing(pipeline)
-          : stopping(
-              pipeline,
-              env,
-              policy.stopOn === "all" ? "all" : policy.stopOn.join(","),
-              policy.deciders,
-            ),
-      );
-      // An update compares with its preview whatever the policy: no policy args.
-      for (const u of policyArgsOf(pipeline, env.update!.name))
-        expect(u, env.name).toEqual({ program: u.program, template: "pulumi-update", policy: {} });
-    }
+    expectPolicyArgs(pipeline);
     expect(analysisTemplateKinds(pipeline).sort()).toEqual(["preview", "update"]);
   });
 

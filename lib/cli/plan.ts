@@ -2,7 +2,7 @@
 // the mock runtime. `--diff REF [--format text|markdown|json]`: what changes from REF (lib/cli/plan/diff-run.ts).
 // The arguments are checked in lib/cli/plan/command.ts, the plan made in lib/cli/plan/execute.ts.
 import { withoutSourceMaps } from "./plan/fast-start";
-import { planArguments, type PlanCommandIO } from "./plan/command";
+import { exitAfterOutput, planArguments, type PlanCommandIO } from "./plan/command";
 
 withoutSourceMaps();
 
@@ -18,5 +18,6 @@ async function main(): Promise<number> {
   return executePlan(args, io);
 }
 
-// Exit once standard output has taken everything: a diff runs to megabytes, and a pipe may still hold some.
-main().then((code) => process.stdout.write("", () => process.exit(code)));
+// Exit once standard output and error have taken everything: a diff runs to megabytes, and a pipe may still
+// hold some.
+main().then(exitAfterOutput);

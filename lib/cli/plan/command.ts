@@ -72,3 +72,12 @@ export function planArguments(argv: string[], io: PlanCommandIO): PlanArguments 
     format: args.format as Format | undefined,
   };
 }
+
+/**
+ * Ends the process with `code` once stdout and stderr have taken everything written: a pipe whose reader is
+ * slow (a busy machine, a large plan or diff) takes only what fits in its buffer at once, and a bare
+ * process.exit drops the rest.
+ */
+export function exitAfterOutput(code: number): void {
+  process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));
+}
