@@ -36,7 +36,6 @@ function stepOf(before: PlanResource | undefined, after: PlanResource | undefine
   const step: Step = { op, type: r.type, urn: r.urn };
   if (before) step.oldInputs = before.inputs;
   if (before?.options.retainOnDelete) step.retainOnDelete = true;
-  if (r.custom === false) step.custom = false;
   if (after) step.newInputs = after.inputs;
   if (before && after)
     step.diffs = [...new Set([...Object.keys(before.inputs), ...Object.keys(after.inputs)])].filter(
@@ -103,44 +102,12 @@ describe("the plan diff's headings", () => {
     const empty = all.map((p) => ({ ...p, resources: [] }));
     expectHeadedAsClassified(all, empty, "delete");
     const loss = reviewSummary(diffPlans(all, empty), all, empty).loss;
-    // Every resource but the providers and the components (the classifier's rule: they hold nothing in the
-    // cloud) and those left in the cloud.
+    // Every resource but the providers (the classifier's rule: they hold nothing in the cloud) and those
+    // left in the cloud.
     const held = all
       .flatMap((p) => p.resources)
-      .filter(
-        (r) => !r.type.startsWith("pulumi:providers:") && r.custom !== false && !r.options.retainOnDelete,
-      );
+      .filter((r) => !r.type.startsWith("pulumi:providers:") && !r.options.retainOnDelete);
     expect(loss.map((f) => f.urn).sort()).toEqual(held.map((r) => r.urn).sort());
-  });
-
-  it("say a removed component is no loss, as the Job says of the engine's delete of it, and its children are", () => {
-    const components = platform.flatMap((p) => p.resources).filter((r) => r.custom === false);
-    expect(components.length, "the platform's projects declare components").toBeGreaterThan(0);
-    const component = components[0]!;
-    const child = platform
-      .flatMap((p) => p.resources)
-      .find((r) => r.parent === component.urn && r.custom !== false);
-    const gone = (urns: string[]) =>
-      platform.map((p) => ({ ...p, resources: p.resources.filter((r) => !urns.includes(r.urn)) }));
-    const after = gone([component.urn, ...(child ? [child.urn] : [])]);
-    const loss = reviewSummary(diffPlans(platform, after), platform, after).loss.map((f) => f.urn);
-    expect(loss).not.toContain(component.urn);
-    if (child) expect(loss).toContain(child.urn);
-    // The Job, reading the engine's delete of a component (its state without `custom`), stops on nothing.
-    const job = stepsAlone({ op: "delete", type: component.type, name: component.name, component: true });
-    expect(stops(job, ["loss"])).toEqual([]);
-    // A plan written before components were recorded does not say: taken as custom, a loss.
-    const untold = platform.map((p) => ({
-      ...p,
-      resources: p.resources.map(({ custom: _c, ...r }) => r as PlanResource),
-    }));
-    const untoldAfter = untold.map((p) => ({
-      ...p,
-      resources: p.resources.filter((r) => r.urn !== component.urn),
-    }));
-    expect(
-      reviewSummary(diffPlans(untold, untoldAfter), untold, untoldAfter).loss.map((f) => f.urn),
-    ).toContain(component.urn);
   });
 
   it("say a removed resource with retainOnDelete is left in the cloud, in the Job's words, and not a loss", () => {

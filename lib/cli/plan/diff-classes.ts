@@ -3,9 +3,8 @@
 // preview's verification never disagree on what a change is. The step is built from the two plans'
 // resources.json: a resource only after is a create, only before a delete; a replacement and an update carry
 // both sides' inputs and the top-level inputs that differ. A removed resource with retainOnDelete is left in
-// the cloud, in the classifier's words (LEFT_IN_CLOUD), as the Job says it. A component (resources.json's
-// `custom: false`) has no cloud object, so, as in the Job, its delete is no loss; a plan written before
-// resources.json recorded components does not say, and the classifier then takes it as custom.
+// the cloud, in the classifier's words (LEFT_IN_CLOUD), as the Job says it. resources.json does not say which
+// resources are components, so the step does not either, and the classifier takes it as custom.
 import {
   LEFT_IN_CLOUD,
   classifyStep,
@@ -31,7 +30,6 @@ export function stepOfChange(change: ResourceChange): Step {
   const step: Step = { op: ops[change.kind], type: change.type, urn: change.urn };
   if (change.before) step.oldInputs = change.before.inputs;
   if (change.before?.options.retainOnDelete) step.retainOnDelete = true;
-  if ((change.before ?? change.after)?.custom === false) step.custom = false;
   if (change.after) step.newInputs = change.after.inputs;
   if (change.kind === "update" || change.kind === "replace")
     step.diffs = [...new Set(change.properties.map((p) => p.path.replace(/[.[].*$/, "")))];

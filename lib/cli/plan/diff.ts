@@ -10,8 +10,6 @@ export interface PlanResource {
   name: string;
   parent: string | null;
   provider?: string | null;
-  /** False for a component; absent for a custom resource, and in a plan written before it was recorded. */
-  custom?: boolean;
   dependsOn?: string[];
   inputs: Record<string, unknown>;
   options: { protect: boolean; retainOnDelete: boolean; deleteBeforeReplace: boolean };

@@ -31,8 +31,6 @@ export interface PlannedResource {
   name: string;
   parent: string | null;
   provider: string | null;
-  /** False for a component (no cloud object of its own), as the engine's state says. */
-  custom: boolean;
   dependsOn: string[];
   inputs: Record<string, unknown>;
   options: {
@@ -96,7 +94,6 @@ interface RegisterRequest {
   getProvider(): string;
   getObject(): WireStruct | undefined;
   getDependenciesList(): string[];
-  getCustom(): boolean;
   getProtect(): boolean;
   getRetainondelete(): boolean;
   getIgnorechangesList(): string[];
@@ -163,7 +160,6 @@ class RecordingMonitor extends MockMonitor {
           name: req.getName(),
           parent: req.getParent() || null,
           provider: req.getProvider() ? req.getProvider().split("::").slice(0, 4).join("::") : null,
-          custom: Boolean(req.getCustom()),
           dependsOn: [...new Set(req.getDependenciesList())].sort(),
           inputs: readable(raw, this.reveal) as Record<string, unknown>,
           options: {

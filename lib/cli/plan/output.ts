@@ -18,14 +18,12 @@ export function writePlan(dir: string, plan: ProgramPlan): void {
   const projectDir = path.join(dir, plan.project);
   fs.mkdirSync(projectDir, { recursive: true });
   const resources = plan.resources.map(
-    ({ urn, type, name, parent, provider, custom, dependsOn, inputs, options }) => ({
+    ({ urn, type, name, parent, provider, dependsOn, inputs, options }) => ({
       urn,
       type,
       name,
       parent,
       provider,
-      // Only a component says so, as the engine's state omits `custom` when false.
-      ...(custom ? {} : { custom: false }),
       dependsOn,
       inputs,
       // The contract's three options; ignoreChanges stays in the in-memory plan (and in --resource).
