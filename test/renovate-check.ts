@@ -70,8 +70,17 @@ function renovatePackage(version: string): string {
       ],
       { what: `installing renovate@${version}`, cwd: partial },
     );
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.renameSync(partial, dir);
+    // Another run (a second clone's suite) may have finished the same install meanwhile and be running
+    // Renovate from it: keep that folder, never remove it under its feet.
+    if (!fs.existsSync(path.join(pkg, "package.json"))) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      try {
+        fs.renameSync(partial, dir);
+      } catch (err) {
+        if (!fs.existsSync(path.join(pkg, "package.json"))) throw err;
+      }
+    }
+    fs.rmSync(partial, { recursive: true, force: true });
   }
   return pkg;
 }
