@@ -112,7 +112,7 @@ func runJob(t *testing.T, c verdictCase, operation, stopOn string) (int, string)
 	cmd := exec.Command(node(), filepath.Join("..", "..", "kargo", "verification", "verify.mjs"))
 	cmd.Env = append(os.Environ(), "PULUMI_API_URL="+server.URL, "PULUMI_CONSOLE_URL=https://app.pulumi.com",
 		"PULUMI_ORGANIZATION=org", "PULUMI_PROJECT=app", "PULUMI_STACK=dev", "COMMIT="+jobCommit,
-		"OPERATION="+operation, "STOP_ON="+stopOn, "DECIDERS=deciders", "APPROVE_STAGE=update-stage",
+		"OPERATION="+operation, "STOP_ON="+stopOn, "DECIDERS=deciders", "APPROVE_STAGE=update-stage", "KARGO_PROJECT=project",
 		"INTERVAL=1s", "TIMEOUT=60s", "PAGE_SIZE=10", "ERROR_LIMIT=3", "PULUMI_ACCESS_TOKEN=token", "JOB_NAME=")
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
