@@ -112,11 +112,14 @@ describe("an environment's AWS account", () => {
       for (const s of stages) {
         const env = stackManifest(p, s).spec.workspaceTemplate?.spec?.env ?? [];
         const region = env.filter((e) => e.name === "AWS_REGION" || e.name === "AWS_DEFAULT_REGION");
+        // The moved environment gets the region given; every other one keeps what the fork gave it.
+        const given =
+          s.environment === last ? AWS_REGIONS[0] : basePipeline.environments[s.environment]!.aws?.region;
         expect(region, s.name).toEqual(
-          s.environment === last
+          given
             ? [
-                { name: "AWS_REGION", value: AWS_REGIONS[0] },
-                { name: "AWS_DEFAULT_REGION", value: AWS_REGIONS[0] },
+                { name: "AWS_REGION", value: given },
+                { name: "AWS_DEFAULT_REGION", value: given },
               ]
             : [],
         );

@@ -67,7 +67,8 @@ describe("kargo project", () => {
       if (s.from === "warehouse") expect(sources(s.name), s.name).toEqual({ direct: true });
       else
         expect(sources(s.name), s.name).toEqual({
-          stages: s.from,
+          // A set to Kargo, rendered sorted (lib/pipeline/promotion.ts).
+          stages: [...s.from].sort(),
           ...(s.requireAll ? { availabilityStrategy: "All" } : {}),
         });
     }

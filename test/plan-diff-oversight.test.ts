@@ -42,6 +42,16 @@ beforeAll(async () => {
   base = (await planChain()) as ProjectPlan[];
 });
 
+/** An environment of the fork that stops on classes with deciders: neither stopEveryPreview nor ephemeral. */
+function ordinaryEnvironment() {
+  const found = Object.entries(definition.environments).find(([name, env]) => {
+    const e = env as { stopEveryPreview?: boolean; ephemeral?: boolean };
+    return !e.stopEveryPreview && !e.ephemeral && riskPolicy(ours.environments[name]!).deciders.length > 0;
+  });
+  expect(found, "an environment that stops on classes, with deciders").toBeDefined();
+  return found!;
+}
+
 describe("the path's changes", () => {
   it("are none between a pipeline and itself", () => {
     expect(lines(definition, { ...definition })).toEqual([]);
@@ -121,7 +131,7 @@ describe("the path's changes", () => {
   });
 
   it("say a stop on every change turned on or off, and an environment made ephemeral", () => {
-    const [environment, env] = Object.entries(definition.environments)[0]!;
+    const [environment, env] = ordinaryEnvironment();
     const every = {
       ...definition,
       environments: {
@@ -146,7 +156,7 @@ describe("the path's changes", () => {
   });
 
   it("compare the old field names as their new meaning: destructiveChangeApprovers and protected are no change", () => {
-    const [environment, env] = Object.entries(definition.environments)[0]!;
+    const [environment, env] = ordinaryEnvironment();
     const { deciders } = riskPolicy(ours.environments[environment]!);
     const { stopOn: _s, deciders: _d, ...rest } = env;
     const old = {

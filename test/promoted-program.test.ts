@@ -181,7 +181,12 @@ describe("stacks/", () => {
         name: mount.name,
         emptyDir: {},
       });
-      expect(ws.env, s.name).toEqual(workspaceEnv(projectFile(repoRoot, x).runtimeName));
+      // An environment given its own region (docs/accounts.md) adds it to every runtime's.
+      const region = pipeline.environments[s.environment]!.aws?.region;
+      expect(ws.env, s.name).toEqual([
+        ...workspaceEnv(projectFile(repoRoot, x).runtimeName),
+        ...(region ? ["AWS_REGION", "AWS_DEFAULT_REGION"].map((name) => ({ name, value: region })) : []),
+      ]);
     }
   });
 
