@@ -16,14 +16,8 @@ func TestEveryUploadedStepIsAccountedFor(t *testing.T) {
 	var streams [][]json.RawMessage
 	var runs [][]commit
 	for _, dbr := range []bool{false, true} {
-		prog := program{
-			{typ: securityGroup, name: "web", deleteBeforeReplace: dbr,
-				in: map[string]any{"vpcId": "vpc-1", "description": "web"}},
-			{typ: ingressRule, name: "https", in: map[string]any{"securityGroupId": out("web", "id"),
-				"cidrIpv4": "10.0.0.0/16", "fromPort": 443, "toPort": 443, "ipProtocol": "tcp"}},
-		}
-		runs = append(runs, []commit{{prog: prog, opts: refresh},
-			{prog: prog.with("web", func(r *res) { r.in["description"] = "web servers" }), opts: refresh}})
+		prog, changed := replacedGroup(dbr)
+		runs = append(runs, []commit{{prog: prog, opts: refresh}, {prog: changed, opts: refresh}})
 	}
 	cloud := newCloud()
 	cloud.exists("legacy-db", map[string]any{"engine": "postgres", "instanceClass": "db.t4g.micro"})

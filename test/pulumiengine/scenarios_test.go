@@ -67,19 +67,24 @@ func unknownReferences() (prog, open, unknownCidr program) {
 	return prog, open, unknownCidr
 }
 
+// A security group with a rule on it, deleted before it is replaced or not, and the same with its ForceNew
+// `description` changed: the group is replaced, and the rule with it (its group's ID is unknown).
+func replacedGroup(deleteBeforeReplace bool) (before, after program) {
+	before = program{
+		{typ: securityGroup, name: "web", deleteBeforeReplace: deleteBeforeReplace,
+			in: map[string]any{"vpcId": "vpc-1", "description": "web"}},
+		{typ: ingressRule, name: "https", in: map[string]any{"securityGroupId": out("web", "id"),
+			"cidrIpv4": "10.0.0.0/16", "fromPort": 443, "toPort": 443, "ipProtocol": "tcp"}},
+	}
+	return before, before.with("web", func(r *res) { r.in["description"] = "web servers" })
+}
+
 // Replacements, create-before-delete (the default) and delete-before-replace, and the dependents they
 // replace: loss in every environment that stops on it, and an update that did what its preview showed.
 func TestReplacements(t *testing.T) {
 	t.Parallel()
 	for _, dbr := range []bool{false, true} {
-		prog := program{
-			{typ: securityGroup, name: "web", deleteBeforeReplace: dbr,
-				in: map[string]any{"vpcId": "vpc-1", "description": "web"}},
-			{typ: ingressRule, name: "https", in: map[string]any{"securityGroupId": out("web", "id"),
-				"cidrIpv4": "10.0.0.0/16", "fromPort": 443, "toPort": 443, "ipProtocol": "tcp"}},
-		}
-		// `description` is ForceNew: the group is replaced, and the rule with it (its group's ID is unknown).
-		changed := prog.with("web", func(r *res) { r.in["description"] = "web servers" })
+		prog, changed := replacedGroup(dbr)
 		replaced := map[string][]string{
 			"create-replacement web": loss, "replace web": loss, "delete-replaced web": loss,
 			"create-replacement https": loss, "replace https": loss, "delete-replaced https": loss,
