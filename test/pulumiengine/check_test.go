@@ -2,7 +2,9 @@ package pulumiengine
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -76,7 +78,7 @@ func checkCommit(t *testing.T, c commit, v verdict) {
 	}
 	for name, want := range c.want {
 		if _, ok := got[name]; !ok {
-			t.Errorf("%s: the preview has no step %q; it has %v", c.name, name, sortedKeys(got))
+			t.Errorf("%s: the preview has no step %q; it has %v", c.name, name, slices.Sorted(maps.Keys(got)))
 		}
 		_ = want
 	}

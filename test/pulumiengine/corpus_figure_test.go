@@ -2,6 +2,8 @@ package pulumiengine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,7 +113,7 @@ func figure(t *testing.T) string {
 				stopped[j]++
 				why := ""
 				if p.stopOn != "all" {
-					why = " (" + strings.Join(sortedKeys(classes), ", ") + ")"
+					why = " (" + strings.Join(slices.Sorted(maps.Keys(classes)), ", ") + ")"
 				}
 				fmt.Fprintf(&b, " stops: %d resource(s)%s |", len(got), why)
 			}

@@ -2,7 +2,8 @@ package pulumiengine
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -52,7 +53,7 @@ func (p program) register(monitor *deploytest.ResourceMonitor) error {
 		deps := map[resource.PropertyKey][]resource.URN{}
 		var all []resource.URN
 		inputs := resource.PropertyMap{}
-		for _, k := range sortedKeys(r.in) {
+		for _, k := range slices.Sorted(maps.Keys(r.in)) {
 			v, refs, err := value(r.in[k], registered)
 			if err != nil {
 				return fmt.Errorf("%s.%s: %w", r.name, k, err)
@@ -142,7 +143,7 @@ func value(v any, registered map[string]*deploytest.RegisterResourceResponse) (r
 	case map[string]any:
 		m := resource.PropertyMap{}
 		var refs []resource.URN
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			item, rs, err := value(v[k], registered)
 			if err != nil {
 				return resource.PropertyValue{}, nil, err
@@ -152,15 +153,6 @@ func value(v any, registered map[string]*deploytest.RegisterResourceResponse) (r
 		return resource.NewProperty(m), refs, nil
 	}
 	return resource.NewPropertyValue(v), nil, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // urnOf is the URN the engine gives the program's resource of that name (its parent's type qualifies it).

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -194,7 +196,7 @@ func stopOnValues(t *testing.T) []string {
 	for _, p := range environmentPolicies(t) {
 		seen[p.stopOn] = true
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // urnsOfSteps lists the steps as "op name" for messages and comparisons.
