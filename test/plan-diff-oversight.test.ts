@@ -33,7 +33,13 @@ import {
 import { docPages } from "../lib/markdown";
 
 const ours = validatePipeline(definition);
-const withoutStopOn = <T extends { stopOn?: unknown }>({ stopOn: _s, ...rest }: T) => rest;
+/** An environment without its risk fields, whichever names (new or old) the fork wrote them in. */
+const withoutRisk = (env: PipelineInput["environments"][string]) => {
+  const { stopOn: _s, deciders: _d, ...rest } = env as Record<string, unknown>;
+  delete rest.destructiveChangeApprovers;
+  delete rest.protected;
+  return rest as PipelineInput["environments"][string];
+};
 const lines = (before: PipelineInput, after: PipelineInput) =>
   pathChanges(validatePipeline(before), validatePipeline(after)).map((c) => c.line);
 
@@ -132,11 +138,12 @@ describe("the path's changes", () => {
 
   it("say a stop on every change turned on or off, and an environment made ephemeral", () => {
     const [environment, env] = ordinaryEnvironment();
+    const { deciders } = riskPolicy(ours.environments[environment]!);
     const every = {
       ...definition,
       environments: {
         ...definition.environments,
-        [environment]: { ...withoutStopOn(env), stopEveryPreview: true },
+        [environment]: { ...withoutRisk(env), deciders, stopEveryPreview: true },
       },
     };
     expect(lines(definition, every)).toEqual([
@@ -145,7 +152,7 @@ describe("the path's changes", () => {
     expect(lines(every, definition)[0]).toMatch(
       new RegExp(`^${environment}: stop weakened: no longer stops on every change`),
     );
-    const { stopOn: _s, deciders: _d, ...rest } = env;
+    const rest = withoutRisk(env);
     const ephemeral = {
       ...definition,
       environments: { ...definition.environments, [environment]: { ...rest, ephemeral: true } },
@@ -158,7 +165,7 @@ describe("the path's changes", () => {
   it("compare the old field names as their new meaning: destructiveChangeApprovers and protected are no change", () => {
     const [environment, env] = ordinaryEnvironment();
     const { deciders } = riskPolicy(ours.environments[environment]!);
-    const { stopOn: _s, deciders: _d, ...rest } = env;
+    const rest = withoutRisk(env);
     const old = {
       ...definition,
       environments: {
