@@ -30,18 +30,30 @@ type Obj = {
 const pipeline = validatePipeline(definition);
 
 /**
- * The gates a group approves, and the update stages whose stops it decides: every program's update stage of
- * each environment it is a decider of.
+ * The gates a group approves, the update stages whose stops it decides (every program's update stage of each
+ * environment it is a decider of), and the preview stages it may start a rollback in: every program's
+ * preview stage of those environments, and of each preview stage one of its gates feeds.
  */
-const stagesOf = (group: string) => ({
-  gates: pipeline.stages.filter((s) => isGate(s) && s.approvers.includes(group)).map((s) => s.name),
-  updates: programStages(pipeline)
-    .filter(
-      (s) =>
-        s.kind === "update" && riskPolicy(pipeline.environments[s.environment]!).deciders.includes(group),
-    )
-    .map((s) => s.name),
-});
+const stagesOf = (group: string) => {
+  const gates = pipeline.stages.filter((s) => isGate(s) && s.approvers.includes(group)).map((s) => s.name);
+  const decides = (environment: string) =>
+    riskPolicy(pipeline.environments[environment]!).deciders.includes(group);
+  const fed = new Set(
+    pipeline.stages
+      .filter((s) => s.kind === "preview" && s.from !== "warehouse" && s.from.some((u) => gates.includes(u)))
+      .map((s) => s.name),
+  );
+  const ofKind = (kind: string) => programStages(pipeline).filter((s) => s.kind === kind);
+  return {
+    gates,
+    updates: ofKind("update")
+      .filter((s) => decides(s.environment))
+      .map((s) => s.name),
+    previews: ofKind("preview")
+      .filter((s) => decides(s.environment) || fed.has(s.declared))
+      .map((s) => s.name),
+  };
+};
 
 describe("what each approver group can do through Kargo's API", () => {
   let rulesOf: (group: string) => Rule[];
@@ -83,22 +95,25 @@ describe("what each approver group can do through Kargo's API", () => {
   // Kargo checks `promote` on the target Stage and `patch` on freights/status separately, each by any of the
   // user's accounts: a group that decides an environment's stops and also a gate can approve Freight for that
   // gate too (the API server then admits it only for Freight verified where the gate waits for:
-  // lib/pipeline/approval-admission.ts). Never for a stage it cannot promote into, never for a preview stage,
-  // and never around another group's gate (e.g. qapreview past both QA gates); docs/security-and-approvals.md
-  // states what that gate approval reaches.
-  it("lets a group approve Freight only for its environments' update stages, and its own gates if it has any of those", () => {
+  // lib/pipeline/approval-admission.ts), and for the preview stages it may promote into (which the API server
+  // never admits). Never for a stage it cannot promote into, and never around another group's gate (e.g.
+  // qapreview past both QA gates); docs/security-and-approvals.md states what that gate approval reaches.
+  it("lets a group approve Freight only for its environments' update stages, and its own gates and previews if it has any of those", () => {
     for (const group of groups) {
-      const { updates, gates } = stagesOf(group);
-      const expected = (updates.length > 0 ? [...updates, ...gates] : []).sort();
+      const { updates, gates, previews } = stagesOf(group);
+      const expected = (updates.length > 0 ? [...updates, ...gates, ...previews] : []).sort();
       expect(stagesWhere(rulesOf(group), ["patch", "freights/status"]), group).toEqual(expected);
     }
   });
 
-  it("lets a group promote into its gates, and into the update stages it may approve for only when it also approves a gate", () => {
+  // A hand-made update is a decider's act (a rollback's update): nobody else promotes into an update stage,
+  // whatever else they approve; previews, by their deciders and the approvers of the gates that feed them.
+  it("lets a group promote into its gates, the previews it feeds or decides, and the update stages it decides", () => {
     for (const group of groups) {
-      const { updates, gates } = stagesOf(group);
-      const expected = (gates.length > 0 ? [...gates, ...updates] : []).sort();
-      expect(stagesWhere(rulesOf(group), ["create", "promotions"]), group).toEqual(expected);
+      const { updates, gates, previews } = stagesOf(group);
+      expect(stagesWhere(rulesOf(group), ["create", "promotions"]), group).toEqual(
+        [...gates, ...previews, ...updates].sort(),
+      );
     }
   });
 

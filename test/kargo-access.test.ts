@@ -28,7 +28,13 @@ describe("kargo project", () => {
     ({ setup, plan, ofKind } = await planKargo());
   });
 
-  it("lets each gate's Cognito groups promote into that gate through Kargo's API: promote on it, create promotions, read", () => {
+  /** The declared preview stages that take Freight from `gate` (each program's stage takes its own there). */
+  const fed = (gate: string) =>
+    pipeline.stages
+      .filter((s) => s.kind === "preview" && s.from !== "warehouse" && s.from.includes(gate))
+      .map((s) => s.name);
+
+  it("lets each gate's Cognito groups promote into that gate and the previews it feeds through Kargo's API: promote on them, create promotions, read", () => {
     for (const gate of pipeline.stages.filter((s) => s.kind === "gate")) {
       const name = `approver-${gate.name}`;
       const account = ofKind("ServiceAccount").find((a) => a.metadata.name === name)!;
@@ -36,14 +42,30 @@ describe("kargo project", () => {
       expect(JSON.parse(account.metadata.annotations["rbac.kargo.akuity.io/claims"])).toEqual({
         "cognito:groups": gate.approvers,
       });
-      expect(ofKind("Role").find((r) => r.metadata.name === name)!.rules).toEqual([
+      const rules = ofKind("Role").find((r) => r.metadata.name === name)!.rules as {
+        resourceNames?: string[];
+      }[];
+      expect(
+        rules.map((r) => ({ ...r, resourceNames: r.resourceNames && [...r.resourceNames].sort() })),
+      ).toEqual([
         {
           apiGroups: ["kargo.akuity.io"],
           resources: ["stages"],
-          resourceNames: [gate.name],
+          // The gate, and every program's stage of each preview stage it feeds (a rollback starts there).
+          resourceNames: [
+            gate.name,
+            ...programStages(pipeline)
+              .filter((s) => s.kind === "preview" && fed(gate.name).includes(s.declared))
+              .map((s) => s.name),
+          ].sort(),
           verbs: ["promote"],
         },
-        { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] },
+        {
+          apiGroups: ["kargo.akuity.io"],
+          resources: ["promotions"],
+          verbs: ["create"],
+          resourceNames: undefined,
+        },
       ]);
       const bindings = ofKind("RoleBinding").filter((b) => b.subjects?.[0]?.name === name);
       expect(bindings.map((b) => b.roleRef.name).sort()).toEqual([name, "kargo-viewer"].sort());

@@ -47,7 +47,7 @@ describe("who may let a stop through", () => {
     );
   });
 
-  it("allows exactly Kargo's manual approval of Freight for every program's update stage of that environment", () => {
+  it("allows exactly Kargo's manual approval of Freight for every program's update stage of that environment, and promoting by hand into its previews and updates", () => {
     for (const p of [pipeline, withExtraProgram(pipeline)]) {
       const stages = runStages(p);
       for (const role of deciderRoles(p)) {
@@ -58,11 +58,19 @@ describe("who may let a stop through", () => {
         for (const update of updates)
           expect(allowsOnKargo(role.rules, "promote", "stages", update), update).toBe(true);
         expect(allowsOnKargo(role.rules, "patch", "freights/status")).toBe(true);
-        // Not for any other stage: not a preview, another environment, a gate or a join.
-        for (const other of stages.filter((s) => !updates.includes(s.name)))
+        // Promoting by hand into those and the environment's previews (a rollback previews, then updates):
+        // `promote` on each, `create` promotions (pkg/server/promote_to_stage_v1alpha1.go).
+        const previews = programStages(p)
+          .filter((s) => s.kind === "preview" && s.environment === role.environment)
+          .map((s) => s.name);
+        expect(previews, role.environment).toHaveLength(p.programs.length);
+        for (const preview of previews)
+          expect(allowsOnKargo(role.rules, "promote", "stages", preview), preview).toBe(true);
+        expect(allowsOnKargo(role.rules, "create", "promotions")).toBe(true);
+        // Not for any other stage: another environment's, a gate or a join.
+        for (const other of stages.filter((s) => !updates.includes(s.name) && !previews.includes(s.name)))
           expect(allowsOnKargo(role.rules, "promote", "stages", other.name), other.name).toBe(false);
-        // Not a promotion of their own (the API creates Promotions as the user), nor anything else.
-        expect(allowsOnKargo(role.rules, "create", "promotions")).toBe(false);
+        // Nothing else.
         for (const verb of ["update", "patch", "delete"]) {
           for (const resource of ["stages", "freights", "warehouses", "projectconfigs", "promotions"])
             for (const update of updates)
@@ -72,7 +80,7 @@ describe("who may let a stop through", () => {
     }
   });
 
-  it("is separate from the gate approvers: nobody else may approve for an update stage", () => {
+  it("is separate from the gate approvers: nobody else may approve for, or promote into, an update stage", () => {
     const updates = programStages(pipeline).filter((s) => s.kind === "update");
     expect(updates.length).toBeGreaterThan(0);
     for (const gate of approverRoles(pipeline)) {

@@ -1,6 +1,8 @@
 // Who may move Freight by hand: per gate, the ServiceAccount its approver groups map to; per environment
 // that stops anything, the one its deciders map to; and every approver group, for Kargo's cluster-level
-// read. Each with exactly the verbs Kargo's API checks.
+// read. Each with exactly the verbs Kargo's API checks. An environment's update stages are promoted by hand
+// by its deciders alone (a rollback's update is a decider's act); its preview stages by its deciders and
+// its promoters, the approvers of the gates its previews take Freight from (they start a rollback).
 import { environmentStages, isGate, programStages } from "./graph";
 import { riskPolicy, type Pipeline } from "./schema";
 
@@ -24,21 +26,59 @@ const promoteOn = (...stages: string[]) => ({
   verbs: ["promote"],
 });
 
+const createPromotions = { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] };
+
+/** The Kargo stages (one per program) of the preview stages that take Freight from `upstream`, or of all. */
+const previewStagesOf = (p: Pipeline, environment: string, upstream?: string) => {
+  const declared = new Set(
+    environmentStages(p)
+      .filter((s) => s.kind === "preview" && s.environment === environment)
+      .filter((s) => upstream === undefined || (s.from !== "warehouse" && s.from.includes(upstream)))
+      .map((s) => s.name),
+  );
+  return programStages(p)
+    .filter((s) => declared.has(s.declared))
+    .map((s) => s.name);
+};
+
+/**
+ * An environment's promoters: the approvers of every gate one of its preview stages takes Freight from, who
+ * let Freight into it today. With its deciders they may promote into its preview stages by hand and ask for
+ * its rollback (lib/pipeline/rollback-admission.ts); none for an environment no gate feeds.
+ */
+export const environmentPromoters = (p: Pipeline, environment: string): string[] => {
+  const gates = new Set(
+    environmentStages(p)
+      .filter((s) => s.kind === "preview" && s.environment === environment)
+      .flatMap((s) => (s.from === "warehouse" ? [] : s.from)),
+  );
+  return [
+    ...new Set(
+      p.stages
+        .filter(isGate)
+        .filter((g) => gates.has(g.name))
+        .flatMap((g) => g.approvers),
+    ),
+  ];
+};
+
 /**
  * Per gate: a ServiceAccount Kargo maps the gate's Cognito groups to, with exactly what promoting into the
- * gate through Kargo's API takes. The API checks `promote` on the Stage, then creates the Promotion with a
- * client authorized as the user, which needs `create` on promotions (akuity/kargo v1.11.2
- * pkg/server/promote_to_stage_v1alpha1.go, pkg/server/kubernetes/client.go). `create` cannot be limited
- * to one Stage (RBAC has no resourceNames on create), see the README. No `patch freights/status`: approving
- * Freight (`kargo approve`) lets it skip the upstream stages' verification, so only admins may.
+ * gate, and into the preview stages that take Freight from it, through Kargo's API takes. The API checks
+ * `promote` on the Stage, then creates the Promotion with a client authorized as the user, which needs
+ * `create` on promotions (akuity/kargo v1.11.2 pkg/server/promote_to_stage_v1alpha1.go,
+ * pkg/server/kubernetes/client.go). `create` cannot be limited to one Stage (RBAC has no resourceNames on
+ * create), see the README. No `patch freights/status`: approving Freight (`kargo approve`) lets it skip the
+ * upstream stages' verification, so only admins may. No update stage: a hand-made update is a decider's.
  */
 export function approverRoles(p: Pipeline): ApproverRole[] {
+  const environments = Object.keys(p.environments);
   return p.stages.filter(isGate).map((gate) => ({
     gate: gate.name,
     serviceAccount: claimMappedAccount(`approver-${gate.name}`, gate.approvers),
     rules: [
-      promoteOn(gate.name),
-      { apiGroups: ["kargo.akuity.io"], resources: ["promotions"], verbs: ["create"] },
+      promoteOn(gate.name, ...environments.flatMap((env) => previewStagesOf(p, env, gate.name))),
+      createPromotions,
     ],
   }));
 }
@@ -62,8 +102,10 @@ export interface DeciderRole {
   environment: string;
   /** The definition's update stage of the environment. */
   stage: string;
-  /** Its Kargo stages, one per program, whose Freight they may approve. */
+  /** Its Kargo stages, one per program, whose Freight they may approve and promote by hand. */
   stages: string[];
+  /** Its preview stages' Kargo stages, into which they may promote by hand (a rollback's first step). */
+  previews: string[];
   serviceAccount: { name: string; annotations: Record<string, string> };
   rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
 }
@@ -74,8 +116,11 @@ export interface DeciderRole {
  * v1.11.2 pkg/server/approve_freight_v1alpha1.go): `promote` on that Stage, and `patch` on
  * `freights/status`, which the API server writes as the user (pkg/server/kubernetes/client.go). Freight names
  * are generated, so the second cannot name them; Kargo's API reaches it only through an approval, which
- * checks the first. No `create` on `promotions`: they approve, the update stage's auto-promotion promotes.
- * One role for every class: an approval is of Freight for a Stage (api/v1alpha1/freight_types.go,
+ * checks the first. And what promoting by hand into those Stages and the environment's preview stages takes
+ * (`promote` on each, `create` on promotions): a rollback previews, then updates, by hand; Kargo's Promotion
+ * webhook asks the same `promote` of whoever creates a Promotion (pkg/webhook/kubernetes/promotion/webhook.go
+ * authorize). Approving Freight for a preview stage stays refused: the API server admits none
+ * (approval-admission.ts). One role for every class: an approval is of Freight for a Stage (api/v1alpha1/freight_types.go,
  * `status.approvedFor` keyed by Stage name), never of a class, so a group per class could not be held apart.
  */
 export function deciderRoles(p: Pipeline): DeciderRole[] {
@@ -87,15 +132,18 @@ export function deciderRoles(p: Pipeline): DeciderRole[] {
     const stages = programStages(p)
       .filter((s) => s.declared === update.name)
       .map((s) => s.name);
+    const previews = previewStagesOf(p, environment);
     return [
       {
         environment,
         stage: update.name,
         stages,
+        previews,
         serviceAccount: claimMappedAccount(deciderAccount(update.name), deciders),
         rules: [
-          promoteOn(...stages),
+          promoteOn(...stages, ...previews),
           { apiGroups: ["kargo.akuity.io"], resources: ["freights/status"], verbs: ["patch"] },
+          createPromotions,
         ],
       },
     ];
