@@ -30,6 +30,7 @@ import { stackObjectName } from "../lib/pipeline/names";
 import type { Pipeline } from "../lib/pipeline/schema";
 import { admissionPolicies } from "./admissionPolicies";
 import { PluginCache } from "./pluginCache";
+import { rollbackRequests } from "./rollbackRequests";
 
 export interface PromotionPipelineArgs {
   provider: k8s.Provider;
@@ -331,12 +332,14 @@ export class PromotionPipeline extends pulumi.ComponentResource {
       );
     }
 
-    // Gate approvers may promote into their gate; an environment's deciders may approve Freight for its update
-    // stage after its preview stopped on what the environment stops on (the stage's auto-promotion then
-    // promotes it). Both read the project through the viewer role Kargo creates in it.
+    // Gate approvers may promote into their gate and the previews it feeds; an environment's deciders may
+    // approve Freight for its update stage after its preview stopped (the stage's auto-promotion then
+    // promotes it), and promote by hand into its previews and updates (a rollback). Both read the project
+    // through the viewer role Kargo creates in it. Either may ask for the environment's rollback.
     for (const role of [...approverRoles(p), ...deciderRoles(p)]) {
       mappedRole(role, ns, inProject);
     }
+    rollbackRequests(p, ns, inProject);
 
     this.namespace = project.metadata.name;
     this.stageNames = [...stages.keys()];

@@ -44,7 +44,7 @@ const previewStagesOf = (p: Pipeline, environment: string, upstream?: string) =>
 /**
  * An environment's promoters: the approvers of every gate one of its preview stages takes Freight from, who
  * let Freight into it today. With its deciders they may promote into its preview stages by hand and ask for
- * its rollback (lib/pipeline/rollback-admission.ts); none for an environment no gate feeds.
+ * its rollback (lib/pipeline/rollback-request.ts); none for an environment no gate feeds.
  */
 export const environmentPromoters = (p: Pipeline, environment: string): string[] => {
   const gates = new Set(

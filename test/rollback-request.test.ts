@@ -1,0 +1,132 @@
+// Who may ask for an environment's rollback, as rendered from kargo/pipeline.ts: the groups, the Roles that
+// let them write the request, and the admission policy that holds it to them. What the API server then
+// admits is test/kube/rollback_test.go's (Go).
+import { beforeAll, describe, expect, it } from "vitest";
+import { CEL_MAX_EXPRESSION_CODE_POINTS, codePoints } from "../lib/pipeline/cel";
+import { environmentStages, isGate } from "../lib/pipeline/graph";
+import {
+  ROLLBACK_REQUEST_FIELDS,
+  rollbackRequestAdmission,
+  rollbackRequestName,
+  rollbackRequestRoles,
+} from "../lib/pipeline/rollback-request";
+import { riskPolicy, type Pipeline } from "../lib/pipeline/schema";
+import { validatePipeline } from "../lib/pipeline/validate";
+import { planKargo, type Obj } from "./kargo-support";
+import { largestPipeline } from "./largest-pipeline";
+import { first, last, pipeline, withEnvironments } from "./risk-stops-support";
+
+/** An environment's deciders, and the approvers of the gates its preview stages take Freight from. */
+const expectedRequesters = (p: Pipeline, environment: string) => {
+  const feeding = environmentStages(p)
+    .filter((s) => s.kind === "preview" && s.environment === environment)
+    .flatMap((s) => (s.from === "warehouse" ? [] : s.from));
+  const promoters = p.stages.filter(isGate).filter((g) => feeding.includes(g.name));
+  return [
+    ...new Set([
+      ...riskPolicy(p.environments[environment]!).deciders,
+      ...promoters.flatMap((g) => g.approvers),
+    ]),
+  ].sort();
+};
+
+const forks = () => {
+  const decider = riskPolicy(pipeline.environments[first.name]!).deciders;
+  return [
+    pipeline,
+    // The older names: deciders written destructiveChangeApprovers, and an environment that stops nothing.
+    validatePipeline(
+      withEnvironments({
+        [first.name]: { destructiveChangeApprovers: decider.length > 0 ? decider : ["old-approvers"] },
+        [last.name]: { protected: false },
+      }),
+    ),
+    largestPipeline(),
+  ];
+};
+
+describe("who may ask for an environment's rollback", () => {
+  it("is its deciders and its promoters, each environment's own, whatever names the fields are written in", () => {
+    for (const p of forks()) {
+      const roles = rollbackRequestRoles(p);
+      for (const environment of Object.keys(p.environments)) {
+        const want = expectedRequesters(p, environment);
+        const role = roles.find((r) => r.environment === environment);
+        expect(role?.groups ?? [], environment).toEqual(want);
+      }
+      expect(roles.length, p.project).toBeGreaterThan(0);
+    }
+  });
+
+  it("lets them create ConfigMaps and read, change or delete their own environment's request, nothing else", () => {
+    for (const p of forks()) {
+      for (const role of rollbackRequestRoles(p)) {
+        const named = role.rules.filter((r) => r.resourceNames);
+        const unnamed = role.rules.filter((r) => !r.resourceNames);
+        for (const r of role.rules) {
+          expect(r.apiGroups, role.name).toEqual([""]);
+          expect(r.resources, role.name).toEqual(["configmaps"]);
+        }
+        // RBAC cannot name an object on create: the admission policy holds it to the request.
+        expect(unnamed.flatMap((r) => r.verbs)).toEqual(["create"]);
+        expect(named.flatMap((r) => r.resourceNames)).toEqual([rollbackRequestName(role.environment)]);
+        expect(named.flatMap((r) => r.verbs).sort()).toEqual(["delete", "get", "patch", "update"]);
+      }
+    }
+  });
+
+  it("judges every ConfigMap write in the project's namespace, failing closed, in expressions the API server compiles at any size", () => {
+    for (const p of forks()) {
+      const [policy, binding] = rollbackRequestAdmission(p) as [Obj, Obj];
+      expect(policy.spec.failurePolicy).toBe("Fail");
+      expect(policy.spec.matchConstraints.resourceRules).toEqual([
+        {
+          apiGroups: [""],
+          apiVersions: ["v1"],
+          operations: ["CREATE", "UPDATE", "DELETE"],
+          resources: ["configmaps"],
+        },
+      ]);
+      expect(binding.spec).toEqual({
+        policyName: policy.metadata.name,
+        validationActions: ["Deny"],
+        matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": p.project } } },
+      });
+      const expressions = [
+        ...policy.spec.variables.map((v: { expression: string }) => v.expression),
+        ...policy.spec.validations.flatMap((v: { expression: string; messageExpression?: string }) => [
+          v.expression,
+          v.messageExpression ?? "",
+        ]),
+      ];
+      for (const e of expressions) expect(codePoints(e)).toBeLessThan(CEL_MAX_EXPRESSION_CODE_POINTS);
+      // Every environment, and each field a request must hold, is in what it reads.
+      const all = expressions.join("\n");
+      for (const environment of Object.keys(p.environments)) expect(all).toContain(`'${environment}'`);
+      for (const field of ROLLBACK_REQUEST_FIELDS) expect(all).toContain(`'${field}'`);
+    }
+  });
+
+  describe("in the plan", () => {
+    let ofKind: (kind: string) => Obj[];
+    beforeAll(async () => {
+      ({ ofKind } = await planKargo());
+    });
+
+    it("declares the policy, its binding, and each Role bound to its groups as Kubernetes groups", () => {
+      for (const o of rollbackRequestAdmission(pipeline)) {
+        const planned = ofKind(o.kind).find((x) => x.metadata.name === o.metadata.name);
+        expect(planned?.spec, o.metadata.name).toEqual(o.spec);
+      }
+      for (const role of rollbackRequestRoles(pipeline)) {
+        const planned = ofKind("Role").find((r) => r.metadata.name === role.name)!;
+        expect(planned.metadata.namespace).toBe(pipeline.project);
+        expect(planned.rules).toEqual(role.rules);
+        const binding = ofKind("RoleBinding").find((b) => b.roleRef?.name === role.name)!;
+        expect(binding.subjects).toEqual(
+          role.groups.map((name) => ({ kind: "Group", apiGroup: "rbac.authorization.k8s.io", name })),
+        );
+      }
+    });
+  });
+});
