@@ -28,6 +28,7 @@ type intent struct {
 			Kind        string   `json:"kind"`
 			Environment string   `json:"environment"`
 			Approvers   []string `json:"approvers"`
+			From        any      `json:"from"` // "warehouse", or the stages it takes Freight from
 		} `json:"stages"`
 	} `json:"pipeline"`
 	// kargoStages is what each declared stage is in Kargo, and kargoOrder every Stage of the plan, declared

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"infra-change-platform/test/internal/plan"
 )
 
@@ -76,6 +78,18 @@ func identities(t testing.TB, want intent) []identity {
 			groups[g] = append(groups[g], sa.GetName())
 		}
 	}
+	// The Roles bound to a Cognito group as a Kubernetes group: what a person holds at the API server itself,
+	// signed in with their groups (the rollback request, lib/pipeline/rollback-request.ts).
+	asGroup := map[string][]string{}
+	for _, b := range plan.Load(t, "kargo").OfKind("RoleBinding") {
+		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+		for _, s := range subjects {
+			if m, _ := s.(map[string]any); m["kind"] == "Group" {
+				g := fmt.Sprint(m["name"])
+				asGroup[g] = append(asGroup[g], b.GetName())
+			}
+		}
+	}
 	for _, g := range sortedKeys(groups) {
 		row := identity{Name: "`" + g + "` (Cognito)", group: g}
 		sort.Strings(groups[g])
@@ -84,6 +98,10 @@ func identities(t testing.TB, want intent) []identity {
 			via = append(via, "`"+sa+"`")
 			row.Subjects = append(row.Subjects, subject{User: fmt.Sprintf("system:serviceaccount:%s:%s", want.Pipeline.Project, sa)})
 		}
+		for _, b := range asGroup[g] {
+			via = append(via, "`"+b+"` (as a Kubernetes group)")
+		}
+		row.Subjects = append(row.Subjects, subject{User: "member-of-" + g, Groups: []string{g, "system:authenticated"}})
 		row.Via = strings.Join(via, ", ")
 		rows = append(rows, row)
 	}
@@ -152,28 +170,6 @@ var writeVerbs = []string{"create", "update", "patch", "delete"}
 // Stage of a preview or update stage, joins.
 func kargoStageNames(w intent) []string { return w.kargoOrder }
 
-// gatesOf are the gates group g approves; updatesOf every program's Stage of the update stages of the
-// environments whose stops g decides (never a join: nothing is promoted into it).
-func gatesOf(w intent, g string) []string {
-	var out []string
-	for _, s := range w.Pipeline.Stages {
-		if s.Kind == "gate" && slices.Contains(s.Approvers, g) {
-			out = append(out, s.Name)
-		}
-	}
-	return out
-}
-
-func updatesOf(w intent, g string) []string {
-	var out []string
-	for _, s := range w.Pipeline.Stages {
-		if s.Kind == "update" && slices.Contains(w.Deciders[s.Environment], g) {
-			out = append(out, w.kargoStages[s.Name].Promoted...)
-		}
-	}
-	return out
-}
-
 // ruleAllows is what cluster-setup's stackRbacRules grant the stack identities: an environment's the rules
 // as configured, the preview identity their read verbs only (README "Deploy cluster-setup").
 func ruleAllows(w intent, id identity, group, resource, verb string) bool {
@@ -204,14 +200,12 @@ func columns() []column {
 				}
 				return cells
 			},
+			// Gates by their approvers; previews by the approvers of the gates that feed them and by their
+			// environment's deciders; update stages by their environment's deciders alone (a rollback's
+			// update is a decider's act). Each role holds both checks for its own Stages.
 			Expect: func(w intent, id identity) ([]string, []string) {
-				gates, updates := gatesOf(w, id.group), updatesOf(w, id.group)
-				if len(gates) == 0 {
-					return nil, nil
-				}
-				// The gate role's `create promotions` with the decider role's `promote` on the
-				// update stage: neither role alone promotes there.
-				return append(gates, updates...), updates
+				previews, _, _ := previewsOf(w, id.group)
+				return slices.Concat(gatesOf(w, id.group), previews, updatesOf(w, id.group)), nil
 			},
 		},
 		{
@@ -229,12 +223,21 @@ func columns() []column {
 				}
 				return cells
 			},
+			// The decider role's `patch freights/status` with any role's `promote`: a gate's and the previews it
+			// feeds come from the gate role (†). The API server admits no approval for a preview stage.
 			Expect: func(w intent, id identity) ([]string, []string) {
 				gates, updates := gatesOf(w, id.group), updatesOf(w, id.group)
 				if len(updates) == 0 {
 					return nil, nil
 				}
-				return append(updates, gates...), gates
+				previews, fed, decided := previewsOf(w, id.group)
+				combined := slices.Clone(gates)
+				for _, p := range fed {
+					if !slices.Contains(decided, p) {
+						combined = append(combined, p)
+					}
+				}
+				return slices.Concat(updates, gates, previews), combined
 			},
 		},
 		{
@@ -252,12 +255,13 @@ func columns() []column {
 				}}}
 			},
 			Expect: func(w intent, id identity) ([]string, []string) {
-				if len(gatesOf(w, id.group)) == 0 {
+				if len(gatesOf(w, id.group)) == 0 && len(updatesOf(w, id.group)) == 0 {
 					return nil, nil
 				}
 				return []string{"any Stage, Freight available to it"}, nil
 			},
 		},
+		rollbackColumn(),
 		{
 			Title: "change Kargo objects",
 			Cells: func(w intent) []cell {
