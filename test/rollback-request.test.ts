@@ -80,7 +80,7 @@ describe("who may ask for an environment's rollback", () => {
 
   it("judges every ConfigMap write in the project's namespace, failing closed, in expressions the API server compiles at any size", () => {
     for (const p of forks()) {
-      const [policy, binding] = rollbackRequestAdmission(p) as [Obj, Obj];
+      const [policy, binding] = rollbackRequestAdmission(p) as unknown as [Obj, Obj];
       expect(policy.spec.failurePolicy).toBe("Fail");
       expect(policy.spec.matchConstraints.resourceRules).toEqual([
         {
