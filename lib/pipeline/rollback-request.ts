@@ -102,7 +102,7 @@ export function rollbackRequestAdmission(p: Pipeline) {
       variables: [
         {
           name: "name",
-          expression: `request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.name`,
+          expression: `request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.?name.orValue('')`,
         },
         {
           name: "environment",

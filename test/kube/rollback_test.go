@@ -198,6 +198,11 @@ func TestRollbackRequestsComeFromTheEnvironmentsPeople(t *testing.T) {
 	if admitted == 0 {
 		t.Fatal("no environment has deciders or promoters: no request was admitted")
 	}
+	// A generated name is judged as any other, never refused for lack of one.
+	generated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "settings-", Namespace: project}, Data: map[string]string{"a": "b"}}
+	if err := create(admin, generated, dry); err != nil {
+		t.Errorf("an administrator's ConfigMap with a generated name was refused: %v", err)
+	}
 	for _, name := range []string{"settings", "rollback-" + strings.Join(envs, "-") + "-notes"} {
 		if slices.Contains(envs, strings.TrimPrefix(name, "rollback-")) {
 			continue
