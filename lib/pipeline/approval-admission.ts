@@ -11,7 +11,8 @@
 //   approval decides, and verified in every other upstream it waits for (any one, without requireAll);
 // - a gate: verified in every upstream it waits for (any one, without requireAll; from the Warehouse, none);
 // - a preview stage or a join: never. A preview's stop is decided by approving its update; a join is
-//   verified by Kargo once every program's stage is. Nobody holds `promote` on them anyway (rbac.ts).
+//   verified by Kargo once every program's stage is. Nobody holds `promote` on a join; a preview's deciders
+//   and promoters do, to start a rollback (rbac.ts), and this refuses their approval there.
 // Only a key that `approvedFor` gains is judged: the controller's writes of currentlyIn and verifiedIn, and
 // an approval Kargo already recorded, pass as they are, whatever the Freight has done since.
 //
