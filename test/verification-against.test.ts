@@ -201,6 +201,27 @@ describe("an update at stack version N, compared with its commit's preview again
     expect(stderr).toContain(reason(2));
   });
 
+  it("fails a retry after a failed update of the commit: the failed attempt changed the state its preview saw", async () => {
+    // What the failed attempt did is in no operation the Job compares but this retry, which ran after it.
+    const s: Stack = {
+      updates: [
+        { head: older, start: 1000, steps: created, result: "failed" },
+        {
+          head: older,
+          start: 1200,
+          steps: [
+            { op: "same", ...bucket },
+            { op: "create", ...role },
+          ],
+        },
+      ],
+      previews: { 0: [firstPromotion] },
+    };
+    const { code, stderr } = await verifyUpdate(s, older);
+    expect(code).toBe(1);
+    expect(stderr).toContain("against the state this update changed (version 1)");
+  });
+
   it("passes a rollback's update against its fresh preview, and fails one only the stale preview showed", async () => {
     const passed = await verifyUpdate({ updates: history(rolledBack), previews: previews({}) }, older);
     expect(passed.code, passed.stderr).toBe(0);
