@@ -269,7 +269,7 @@ describe("stacks/", () => {
     for (const file of yamlFiles()) {
       const doc = YAML.parseDocument(fs.readFileSync(path.join(dir, file), "utf8"));
       for (const key of keys) {
-        const at = key.split(/(?<!\\)\./).map((part) => part.replaceAll("\\.", "."));
+        const at = key.split(/(?<!\\)\./).map((part: string) => part.replaceAll("\\.", "."));
         expect(YAML.isScalar(doc.getIn(at, true)), `${file}: ${key} is a scalar`).toBe(true);
       }
     }

@@ -59,7 +59,7 @@ const lit = (s: string) => JSON.stringify(s);
  * (pkg/promotion/runner/builtin/failer.go); stageMetadata() reads the Stage from the API server, not a cache
  * (pkg/expressions/function/functions.go), and yields nil for a Stage without metadata.
  */
-export function previewedFreightStep(p: Pick<Pipeline, "stages" | "programs">): TaskStep[] {
+export function previewedFreightStep(p: Pick<Pipeline, "stages" | "programs">): [] | [TaskStep] {
   const pairs = previewsOfUpdates(p);
   if (pairs.length === 0) return [];
   // One map, update stage → its preview stage, read by the condition and the message through the step's var.
@@ -88,7 +88,7 @@ export function previewedFreightStep(p: Pick<Pipeline, "stages" | "programs">): 
  * on its own Stage, for its update stage's {@link previewedFreightStep}. set-metadata upserts the key on the
  * Stage's status (akuity/kargo v1.11.2 pkg/promotion/runner/builtin/metadata_setter.go).
  */
-export function previewingStep(p: Pick<Pipeline, "stages" | "programs">): TaskStep[] {
+export function previewingStep(p: Pick<Pipeline, "stages" | "programs">): [] | [TaskStep] {
   const previews = programStages(p).filter((s) => s.kind === "preview");
   if (previews.length === 0) return [];
   const value = `{"freight": ctx.targetFreight.name, "commit": commitFrom(vars.repoURL).ID, "promotion": ctx.promotion }`;
