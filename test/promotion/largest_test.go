@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"infra-change-platform/test/internal/plan"
@@ -39,7 +42,8 @@ func TestTheLargestPipelinesTaskRunsWithinKargosLimits(t *testing.T) {
 		project.Objects = append(project.Objects, u)
 		if u.GetKind() == "PromotionTask" {
 			raw, _ := json.Marshal(o)
-			t.Logf("the largest pipeline's PromotionTask: %d bytes", len(raw))
+			t.Logf("the largest pipeline's PromotionTask: %d bytes; its largest expression: %d nodes of expr-lang's %d",
+				len(raw), mostNodes(t, o), conf.DefaultMaxNodes)
 			if len(raw) > 1<<20 {
 				t.Errorf("the largest pipeline's PromotionTask is %d bytes; the API server stores at most 1.5 MiB, and this leaves no room", len(raw))
 			}
@@ -93,4 +97,43 @@ func TestTheLargestPipelinesTaskRunsWithinKargosLimits(t *testing.T) {
 		return
 	}
 	t.Fatal("no git-commit step")
+}
+
+type nodeCounter struct{ n int }
+
+func (c *nodeCounter) Visit(*ast.Node) { c.n++ }
+
+// mostNodes is the size, in expr-lang AST nodes, of the largest expression anywhere in the object.
+func mostNodes(t *testing.T, o any) int {
+	t.Helper()
+	most := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case string:
+			for rest := v; strings.Contains(rest, "${{"); {
+				start := strings.Index(rest, "${{") + 3
+				end := strings.Index(rest[start:], "}}")
+				tree, err := parser.Parse(rest[start : start+end])
+				if err != nil {
+					t.Errorf("%q: %v", rest[start:start+end], err)
+					return
+				}
+				c := &nodeCounter{}
+				ast.Walk(&tree.Node, c)
+				most = max(most, c.n)
+				rest = rest[start+end+2:]
+			}
+		}
+	}
+	walk(o)
+	return most
 }
