@@ -39,13 +39,15 @@ export function differingPaths(a: unknown, b: unknown, at = ""): string[] {
 }
 
 /**
- * Where a stage's template at an older commit differs from today's as `npm run stacks` renders it: field
- * paths, or why there is none to compare (`older` undefined: the file did not exist then).
+ * Where a stage's template at an older commit differs from `today`'s (its text as `npm run stacks` renders
+ * it): field paths, or why there is nothing to compare (undefined: no such file).
  */
-export function templateDifferences(p: Pipeline, stage: string, older: string | undefined): string[] {
-  const today = renderStacks(p).get(stackManifestFile(stage));
-  if (today === undefined)
-    return [`no template today: ${stackManifestFile(stage)} is not a stage of kargo/pipeline.ts`];
+export function templateDifferences(
+  stage: string,
+  today: string | undefined,
+  older: string | undefined,
+): string[] {
+  if (today === undefined) return [`no template today: ${stage} is not a stage of kargo/pipeline.ts`];
   if (older === undefined) return ["the whole file: the stage had no template at that commit"];
   return differingPaths(admitted(older), admitted(today));
 }
@@ -85,10 +87,15 @@ export function templateRefusals(
   commit: string,
   stages: string[],
 ): TemplateRefusal[] {
+  const today = renderStacks(p);
   return stages
     .map((stage) => ({
       stage,
-      fields: templateDifferences(p, stage, templateAt(repository, p, commit, stage)),
+      fields: templateDifferences(
+        stage,
+        today.get(stackManifestFile(stage)),
+        templateAt(repository, p, commit, stage),
+      ),
     }))
     .filter((r) => r.fields.length > 0);
 }
