@@ -103,13 +103,17 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
     if (done.previewed) verdict = done.previewed;
     else {
       io.out(`promoting ${freight.name} into ${step.preview} (preview of ${step.program})`);
-      verdict = waitFor(
-        project,
-        step.preview,
-        promote(project, step.preview, { freight: freight.name }).name,
-        freight.name,
-        timing("preview"),
-      );
+      let promotion: string;
+      try {
+        promotion = promote(project, step.preview, { freight: freight.name }).name;
+      } catch (err) {
+        if (!(err instanceof PermissionError)) throw err;
+        io.out(
+          `${step.preview}: Kargo refused the preview (${err.message}); who may promote into preview stages by hand: docs/security-and-approvals.md`,
+        );
+        return 1;
+      }
+      verdict = waitFor(project, step.preview, promotion, freight.name, timing("preview"));
       fresh = true;
     }
     if (verdict.ok) io.out(`${step.preview}: preview verified, it passed`);
