@@ -166,20 +166,20 @@ function stopText(plan: RollbackPlan, r: RollbackRequest, freight: string): stri
 
 /** Where a step stands in the rollback recorded at `since`: updated already, or previewed (with its verdict). */
 function stepState(project: string, step: RollbackStep, freight: string, since: number | undefined) {
+  const none = { updated: false, previewed: undefined };
+  if (since === undefined) return none;
+  const promotedSince = (v: ReturnType<typeof getStage>) =>
+    v.lastPromotion?.freight === freight && Date.parse(v.lastPromotion.finishedAt ?? "") >= since;
   const after = (v: ReturnType<typeof getStage>) =>
-    since !== undefined &&
-    v.lastPromotion?.freight === freight &&
-    v.lastPromotion.phase === "Succeeded" &&
-    Date.parse(v.lastPromotion.finishedAt ?? "") >= since &&
-    v.freight === freight;
-  if (since === undefined) return { updated: false, previewed: undefined };
+    promotedSince(v) && v.lastPromotion!.phase === "Succeeded" && v.freight === freight;
   const update = getStage(project, step.update);
   if (after(update) && update.verification?.phase === "Successful")
     return { updated: true, previewed: undefined };
+  // An update of this rollback that failed changed the state its preview showed: preview again.
+  if (promotedSince(update)) return none;
   const preview = getStage(project, step.preview);
   const v = preview.verification;
-  if (!after(preview) || !v || !["Successful", "Failed"].includes(v.phase))
-    return { updated: false, previewed: undefined };
+  if (!after(preview) || !v || !["Successful", "Failed"].includes(v.phase)) return none;
   const previewed: Outcome =
     v.phase === "Successful"
       ? { ok: true, view: preview }
@@ -187,19 +187,26 @@ function stepState(project: string, step: RollbackStep, freight: string, since: 
   return { updated: false, previewed };
 }
 
-/** When the rollback being continued began, from its record, which must be of the same Freight and stages. */
+/**
+ * When the rollback being continued began, from its record, which must be of the same Freight and stages: the
+ * API server's time of the record's last write (its managedFields), which is the cluster's clock as Kargo's
+ * promotion times are, whatever this machine's says; the record's `at` where the server shows none.
+ */
 function recordedStart(plan: RollbackPlan, freight: string, updates: string[]): number {
   const name = rollbackRecordName(plan.environment);
-  const cm = JSON.parse(kubectl(["get", "configmap", name, "-n", plan.project, "-o", "json"])) as {
-    data?: Record<string, string>;
-  };
+  const cm = JSON.parse(
+    kubectl(["get", "configmap", name, "-n", plan.project, "-o", "json", "--show-managed-fields"]),
+  ) as { data?: Record<string, string>; metadata?: { managedFields?: { time?: string }[] } };
   const data = cm.data ?? {};
   const stages = JSON.parse(data.stages ?? "[]") as string[];
   if (data.to !== freight || [...stages].sort().join() !== [...updates].sort().join())
     throw new Error(
       `--continue takes on the rollback ${name} records (to ${data.to ?? "nothing"}, stages ${stages.join(", ") || "none"}), not one to ${freight} of ${updates.join(", ")}: name the same --to and --program`,
     );
-  return Date.parse(data.at ?? "");
+  const written = (cm.metadata?.managedFields ?? [])
+    .map((f) => Date.parse(f.time ?? ""))
+    .filter((t) => t > 0);
+  return written.length > 0 ? Math.max(...written) : Date.parse(data.at ?? "");
 }
 
 /** The requester's Kubernetes username: the record's `by`, which the API server holds to the writer. */
@@ -286,8 +293,12 @@ export function resume(
         timeoutMs: 10 * 60_000 + durationMs(p.verification.updateTimeout),
       });
       if (!outcome.ok) {
+        // The hold went with the Promotion's end, whatever its verification said.
+        io.out(`${stage}: ${outcome.message}`);
         io.out(
-          `${stage}: ${outcome.message}\nThe hold is lifted once its Promotion ends; resume the rest with: npm run rollback -- ${environment} --resume`,
+          outcome.ok === false && !outcome.promotionFailed && isStop(outcome.message)
+            ? `A stop, as for any Freight: a decider approves it for the update stage (docs/operate.md, Approving a stopped preview), then runs: npm run rollback -- ${environment} --resume`
+            : `Fix the cause, then lift the rest: npm run rollback -- ${environment} --resume`,
         );
         return 1;
       }

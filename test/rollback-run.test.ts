@@ -166,7 +166,11 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     expect(promoted()).toEqual([first!.preview]);
     expect(lines.join("\n")).toContain(stopMessage("x"));
     expect(lines.join("\n")).toContain(`runs: ${continueCommand({ environment }, "older")}`);
-    // The decider continues: the stopped preview is not run again, nor the record rewritten.
+    // The decider continues: the stopped preview is not run again, nor the record rewritten. This machine's
+    // clock does not matter: the record's time is the API server's (a clock far ahead here changes nothing).
+    const saved = state() as { configMaps: Record<string, { data: { at: string } }> };
+    saved.configMaps[rollbackRecordName(environment)]!.data.at = "2100-01-01T00:00:00Z";
+    fs.writeFileSync(path.join(stateDir, "state.json"), JSON.stringify(saved));
     fs.writeFileSync(path.join(stateDir, "calls.jsonl"), "");
     expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
     expect(promoted()).toEqual([first!.update, ...rest.flatMap((s) => [s.preview, s.update])]);
@@ -186,6 +190,23 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     expect(state().stages[first.update]).toMatchObject({
       freightHistory: [{ items: { "Warehouse/program": { name: "current" } } }],
     });
+  });
+
+  it("previews again when an update does not verify (the state changed under it), then goes on", () => {
+    lines.length = 0;
+    const [first, ...rest] = rollbackPlan(example, environment).steps;
+    setUp(example, environment, {
+      verdicts: { [first!.update]: { phase: "Failed", message: "did more than its preview" } },
+    });
+    expect(rollback(example, request(environment), io)).toBe(1);
+    expect(promoted()).toEqual([first!.preview, first!.update]);
+    expect(lines.join("\n")).toContain("did more than its preview");
+    const saved = state() as { verdicts: Record<string, unknown> };
+    saved.verdicts = {};
+    fs.writeFileSync(path.join(stateDir, "state.json"), JSON.stringify(saved));
+    fs.writeFileSync(path.join(stateDir, "calls.jsonl"), "");
+    expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
+    expect(promoted()).toEqual([first!, ...rest].flatMap((s) => [s.preview, s.update]));
   });
 
   it("promotes nothing and writes no record when an older Stack template differs", () => {

@@ -91,6 +91,10 @@ function kubectl() {
     return print({ kind: "SelfSubjectReview", status: { userInfo: { username: state.user, groups: [] } } });
   if (args[0] === "apply") {
     const object = JSON.parse(stdin);
+    // The API server stamps each write with its own clock.
+    object.metadata.managedFields = [
+      { manager: "kubectl-client-side-apply", operation: "Update", time: now() },
+    ];
     state.configMaps = { ...state.configMaps, [object.metadata.name]: object };
     save();
     return process.stdout.write(`configmap/${object.metadata.name} configured\n`);
@@ -98,6 +102,8 @@ function kubectl() {
   if (args[0] === "get" && args[1] === "configmap") {
     const cm = state.configMaps?.[args[2]];
     if (!cm) fail(`configmaps "${args[2]}" not found`);
+    // kubectl leaves managedFields out unless asked (kubectl v1.21 and later).
+    if (!args.includes("--show-managed-fields")) delete cm.metadata.managedFields;
     return print(cm);
   }
   fail(`the stand-in kubectl does not know: kubectl ${args.join(" ")}`);
