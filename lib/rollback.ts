@@ -29,6 +29,8 @@ export interface RollbackRequest {
   dryRun: boolean;
   repository: string;
   pollMs: number;
+  /** How long to wait for one stage; by default its verification's timeout and ten minutes for the promotion. */
+  timeoutMs?: number;
 }
 
 export interface Console {
@@ -88,8 +90,9 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
     // The promotion itself (clone, push, sync) and the Stack's run before verification starts, then the
     // verification's own timeout.
     timeoutMs:
+      r.timeoutMs ??
       10 * 60_000 +
-      durationMs(kind === "preview" ? p.verification.previewTimeout : p.verification.updateTimeout),
+        durationMs(kind === "preview" ? p.verification.previewTimeout : p.verification.updateTimeout),
   });
   let passable = r.resume;
   for (const step of plan.steps) {
@@ -272,6 +275,7 @@ export function resume(
   pollMs: number,
   io: Console,
   dryRun: boolean,
+  timeoutMs = 10 * 60_000 + durationMs(p.verification.updateTimeout),
 ): number {
   const plan = rollbackPlan(p, environment);
   for (const step of [...plan.steps].reverse()) {
@@ -290,7 +294,7 @@ export function resume(
       const { name, freight } = promote(plan.project, stage, { warehouse: plan.warehouse });
       const outcome = waitFor(plan.project, stage, name, freight, {
         pollMs,
-        timeoutMs: 10 * 60_000 + durationMs(p.verification.updateTimeout),
+        timeoutMs,
       });
       if (!outcome.ok) {
         // The hold went with the Promotion's end, whatever its verification said.

@@ -15,6 +15,9 @@ import type { Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { continueCommand, resume, rollback, type RollbackRequest } from "../lib/rollback";
 import { parseRollbackArgs, UsageError } from "../lib/rollback-args";
+import { createValidator, type KubeObject } from "../lib/crds/validate";
+import { runStages } from "../lib/pipeline/graph";
+import { promotionTaskSpec, stageSpec } from "../lib/pipeline/promotion";
 import { validatedFork } from "./generated-forks";
 import { changedTemplate, templateRepo, todaysTemplates } from "./rollback-support";
 
@@ -57,8 +60,17 @@ const promoted = () =>
   calls()
     .filter((c) => c.tool === "kargo" && c.args[0] === "promote")
     .map((c) => c.args[c.args.indexOf("--stage") + 1]!);
-const state = () =>
-  JSON.parse(fs.readFileSync(path.join(stateDir, "state.json"), "utf8")) as Record<string, never>;
+/** The stand-ins' state file as they leave it (test/rollback-standin.mjs says what each key is). */
+interface StandinState {
+  stages: Record<string, object>;
+  freight: Record<string, KubeObject>;
+  printed: (KubeObject & { metadata: { name: string } })[];
+  configMaps: Record<string, { data: Record<string, string> }>;
+  verdicts: Record<string, unknown>;
+  loggedOut?: boolean;
+}
+const state = (): StandinState =>
+  JSON.parse(fs.readFileSync(path.join(stateDir, "state.json"), "utf8")) as StandinState;
 
 /** A fresh Kargo project: every update stage runs `current`; `older` is the Freight at `commit`. */
 function setUp(
@@ -67,32 +79,37 @@ function setUp(
   options: { commit?: string; role?: string; verdicts?: object } = {},
 ) {
   const plan = rollbackPlan(p, environment);
+  const origin = { kind: "Warehouse", name: plan.warehouse };
   const running = (freight: string) => ({
     freightHistory: [
-      { items: { "Warehouse/program": { name: freight } }, verificationHistory: [{ phase: "Successful" }] },
+      {
+        id: `${freight}-now`,
+        items: { [`Warehouse/${plan.warehouse}`]: { name: freight, origin } },
+        verificationHistory: [{ id: "v0", phase: "Successful" }],
+      },
     ],
   });
+  const freight = (name: string, commit: string, alias?: string) => ({
+    apiVersion: "kargo.akuity.io/v1alpha1",
+    kind: "Freight",
+    metadata: { name, namespace: p.project },
+    ...(alias ? { alias } : {}),
+    origin,
+    commits: [{ repoURL: p.source.repoURL, id: commit }],
+  });
+  const older = freight("older", options.commit ?? goodCommit, "older-alias");
   fs.writeFileSync(path.join(stateDir, "calls.jsonl"), "");
   fs.writeFileSync(
     path.join(stateDir, "state.json"),
     JSON.stringify({
-      freight: {
-        older: {
-          metadata: { name: "older" },
-          alias: "older-alias",
-          commits: [{ id: options.commit ?? goodCommit }],
-        },
-        "older-alias": {
-          metadata: { name: "older" },
-          alias: "older-alias",
-          commits: [{ id: options.commit ?? goodCommit }],
-        },
-        current: { metadata: { name: "current" }, commits: [{ id: goodCommit }] },
-      },
+      freight: { older, "older-alias": older, current: freight("current", goodCommit) },
       stages: Object.fromEntries(
         plan.steps.flatMap((s) => [s.preview, s.update]).map((s) => [s, running("current")]),
       ),
       newest: "current",
+      warehouse: plan.warehouse,
+      // A Promotion carries its stage's PromotionTask's steps, inlined.
+      promotionSteps: promotionTaskSpec(p, "argocd").steps,
       deciderStages: plan.steps.map((s) => s.update),
       role: options.role ?? "decider",
       user: "jane@example.com",
@@ -113,6 +130,8 @@ const request = (environment: string, more: Partial<RollbackRequest> = {}): Roll
   dryRun: false,
   repository: repo.root,
   pollMs: 1,
+  // Far more than the stand-ins' two answers take on a busy machine; a reader that never sees a verification end fails.
+  timeoutMs: 120_000,
   ...more,
 });
 const stopMessage = (stage: string) =>
@@ -151,6 +170,30 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     expect(lines.join("\n")).toContain(`${environment} --resume`);
   });
 
+  it("answers in the shape of Kargo v1.11.2's Stage, Freight and Promotion (its CRDs' schemas, unknown fields refused)", () => {
+    const plan = setUp(example, environment);
+    expect(rollback(example, request(environment), io)).toBe(0);
+    const s = state();
+    const byName = new Map(runStages(example).map((x) => [x.name, x]));
+    const stages = plan.steps
+      .flatMap((x) => [x.preview, x.update])
+      .map((name) => ({
+        apiVersion: "kargo.akuity.io/v1alpha1",
+        kind: "Stage",
+        metadata: { name, namespace: example.project },
+        spec: stageSpec(example, byName.get(name)!),
+        status: s.stages[name],
+      }));
+    const promotions = s.printed.map((x) => ({
+      ...x,
+      metadata: { ...x.metadata, namespace: example.project },
+    }));
+    expect(promotions).toHaveLength(plan.steps.length * 2);
+    const report = createValidator().validate([...stages, ...Object.values(s.freight), ...promotions]);
+    expect(report.errors).toEqual([]);
+    expect(report.unschematized).toEqual([]);
+  });
+
   it("stops at a preview that stops, printing what it would do; a decider's --continue takes it on", () => {
     lines.length = 0;
     const plan = setUp(example, environment, {
@@ -168,7 +211,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     expect(lines.join("\n")).toContain(`runs: ${continueCommand({ environment }, "older")}`);
     // The decider continues: the stopped preview is not run again, nor the record rewritten. This machine's
     // clock does not matter: the record's time is the API server's (a clock far ahead here changes nothing).
-    const saved = state() as { configMaps: Record<string, { data: { at: string } }> };
+    const saved = state();
     saved.configMaps[rollbackRecordName(environment)]!.data.at = "2100-01-01T00:00:00Z";
     fs.writeFileSync(path.join(stateDir, "state.json"), JSON.stringify(saved));
     fs.writeFileSync(path.join(stateDir, "calls.jsonl"), "");
@@ -201,7 +244,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     expect(rollback(example, request(environment), io)).toBe(1);
     expect(promoted()).toEqual([first!.preview, first!.update]);
     expect(lines.join("\n")).toContain("did more than its preview");
-    const saved = state() as { verdicts: Record<string, unknown> };
+    const saved = state();
     saved.verdicts = {};
     fs.writeFileSync(path.join(stateDir, "state.json"), JSON.stringify(saved));
     fs.writeFileSync(path.join(stateDir, "calls.jsonl"), "");
@@ -246,7 +289,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     const plan = setUp(example, environment);
     expect(rollback(example, request(environment), io)).toBe(0);
     fs.writeFileSync(path.join(stateDir, "calls.jsonl"), "");
-    expect(resume(example, environment, 1, io, false)).toBe(0);
+    expect(resume(example, environment, 1, io, false, 120_000)).toBe(0);
     expect(promoted()).toEqual([...plan.steps].reverse().flatMap((s) => [s.preview, s.update]));
     expect(
       calls()

@@ -5,10 +5,11 @@
 // file the test writes. test/rollback-run.test.ts puts them on PATH as `kargo` and `kubectl`.
 //
 // Usage: node rollback-standin.mjs <kargo|kubectl> <state dir> <args...>. State (state.json):
-//   freight: { <name or alias>: Freight }, stages: { <stage>: Stage status }, newest: <Freight name>,
+//   freight: { <name or alias>: Freight }, stages: { <stage>: Stage status }, newest: <Freight name>, warehouse,
 //   verdicts: { <stage>: { phase, message } } (how a promotion's verification ends; default Successful),
 //   deciderStages: [<stage>...] (promoted by hand only when role is "decider"), role, user, loggedOut,
 //   configMaps: { <name>: ConfigMap }.
+//   promotionSteps: the steps each Promotion carries (the stage's promotionTemplate).
 // Every call is appended to calls.jsonl as { tool, args, stdin }.
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -27,7 +28,8 @@ const fail = (message) => {
 };
 const print = (value) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
-const origin = "Warehouse/program";
+const origin = `Warehouse/${state.warehouse}`;
+const originRef = { kind: "Warehouse", name: state.warehouse };
 
 function kargo() {
   // akuity/kargo v1.11.2 pkg/cli/client/client.go errNotLoggedIn
@@ -44,8 +46,8 @@ function kargo() {
     const name = args[2];
     const s = state.stages[name] ?? {};
     // The first look after a promotion sees it still running: the rollback has to poll.
-    if (s.pending) {
-      s.pending = false;
+    if (state.pending?.[name]) {
+      delete state.pending[name];
       save();
       const running = { ...s, lastPromotion: { ...s.lastPromotion, status: { phase: "Running" } } };
       return print({ metadata: { name }, status: running });
@@ -63,16 +65,23 @@ function kargo() {
     const before = state.stages[stage] ?? {};
     const holds = { ...before.autoPromotionHolds };
     // A hand-made Promotion of chosen Freight holds the stage; one of Kargo's pick lifts it once it ends.
-    if (flag("--freight")) holds[origin] = { promotion: name };
+    if (flag("--freight"))
+      holds[origin] = {
+        freightName: freight,
+        origin: originRef,
+        promotionName: name,
+        createdAt: now(),
+      };
     else delete holds[origin];
+    state.pending = { ...state.pending, [stage]: true };
+    const ref = { name: freight, origin: originRef };
     state.stages[stage] = {
-      pending: true,
       autoPromotionHolds: holds,
-      lastPromotion: { name, freight: { name: freight }, status: { phase: "Succeeded" }, finishedAt: now() },
+      lastPromotion: { name, freight: ref, status: { phase: "Succeeded", freight: ref }, finishedAt: now() },
       freightHistory: [
         {
           id: `${stage}-${n}`,
-          items: { [origin]: { name: freight, origin: { kind: "Warehouse", name: "program" } } },
+          items: { [origin]: ref },
           verificationHistory: [
             { id: `v${n}`, phase: verdict.phase, message: verdict.message, startTime: now() },
           ],
@@ -81,7 +90,15 @@ function kargo() {
       ],
     };
     save();
-    return print({ metadata: { name }, spec: { stage, freight } });
+    const promotion = {
+      apiVersion: "kargo.akuity.io/v1alpha1",
+      kind: "Promotion",
+      metadata: { name },
+      spec: { stage, freight, steps: state.promotionSteps },
+    };
+    state.printed = [...(state.printed ?? []), promotion];
+    save();
+    return print(promotion);
   }
   fail(`the stand-in kargo does not know: kargo ${args.join(" ")}`);
 }
