@@ -62,7 +62,7 @@ export function kargo(args: string[]): unknown {
 export function kubectl(args: string[], input?: string): string {
   const r = run("kubectl", args, input);
   if (r.status !== 0) {
-    if (/Unauthorized|no configuration|connection refused|current-context|credentials/i.test(r.stderr))
+    if (/Unauthorized|no configuration|refused|current-context|credentials|logged in/i.test(r.stderr))
       throw new SetupError(
         `kubectl cannot reach the cluster as you: run aws eks update-kubeconfig --name <cluster> (docs/deploy.md), then again (kubectl: ${r.stderr})`,
       );

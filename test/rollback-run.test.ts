@@ -33,12 +33,25 @@ for (const tool of ["kargo", "kubectl"])
     },
   );
 const savedPath = process.env.PATH;
+const made: string[] = [];
+/**
+ * A PATH of git and the named stand-ins alone (node is run by its path): this machine's own kargo or kubectl,
+ * if it has one, stays out.
+ */
+function onlyOnPath(...standins: string[]): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollback-path-"));
+  made.push(dir);
+  const git = spawnSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).stdout.trim();
+  fs.symlinkSync(git, path.join(dir, "git"));
+  for (const tool of standins) fs.copyFileSync(path.join(bin, tool), path.join(dir, tool));
+  return dir;
+}
 beforeAll(() => {
   process.env.PATH = `${bin}${path.delimiter}${savedPath}`;
 });
 afterAll(() => {
   process.env.PATH = savedPath;
-  for (const dir of [bin, stateDir, repo.root]) fs.rmSync(dir, { recursive: true, force: true });
+  for (const dir of [bin, stateDir, repo.root, ...made]) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const example = validatePipeline(definition);
@@ -275,6 +288,19 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     expect(JSON.parse(apply.stdin!).data).toMatchObject({ kind: "reconcile", to: "current" });
   });
 
+  it("says what to install when kubectl is missing, before it promotes anything", () => {
+    setUp(example, environment);
+    process.env.PATH = onlyOnPath("kargo");
+    try {
+      expect(() => rollback(example, request(environment), io)).toThrow(
+        "kubectl is not on PATH: install kubectl and put it on PATH",
+      );
+    } finally {
+      process.env.PATH = `${bin}${path.delimiter}${savedPath}`;
+    }
+    expect(promoted()).toEqual([]);
+  });
+
   it("with --dry-run, promotes nothing and writes nothing", () => {
     lines.length = 0;
     const plan = setUp(example, environment);
@@ -327,7 +353,7 @@ describe("the command line", () => {
         env: { ...process.env, PATH: pathDirs.join(path.delimiter) },
       },
     );
-  const nodeOnly = [path.dirname(process.execPath), "/usr/bin", "/bin"];
+  const gitOnly = [onlyOnPath()];
 
   it.each([
     [[environment], "give exactly one of --to, --reconcile, --resume"],
@@ -344,19 +370,19 @@ describe("the command line", () => {
   });
 
   it("exits 2 for a bad argument with the reason and its usage, no stack trace", () => {
-    const r = cli(["nowhere", "--to", "x", "--message", "m"], nodeOnly);
+    const r = cli(["nowhere", "--to", "x", "--message", "m"], gitOnly);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('environment "nowhere" is not in kargo/pipeline.ts; allowed:');
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
   it("says what to install when kargo is missing, and what to run when it has no session", () => {
-    const missing = cli([environment, "--to", "x", "--message", "m"], nodeOnly);
+    const missing = cli([environment, "--to", "x", "--message", "m"], gitOnly);
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain("kargo is not on PATH: install the Kargo CLI");
     setUp(example, environment);
     fs.writeFileSync(path.join(stateDir, "state.json"), JSON.stringify({ ...state(), loggedOut: true }));
-    const loggedOut = cli([environment, "--to", "x", "--message", "m"], [bin, ...nodeOnly]);
+    const loggedOut = cli([environment, "--to", "x", "--message", "m"], [bin, ...gitOnly]);
     expect(loggedOut.status).toBe(2);
     expect(loggedOut.stderr).toContain("run kargo login");
     for (const r of [missing, loggedOut]) expect(r.stderr).not.toMatch(/\n\s+at /);
