@@ -182,7 +182,9 @@ function stepState(project: string, step: RollbackStep, freight: string, since: 
   if (promotedSince(update)) return none;
   const preview = getStage(project, step.preview);
   const v = preview.verification;
-  if (!after(preview) || !v || !["Successful", "Failed"].includes(v.phase)) return none;
+  // A passed or stopped preview of this rollback stands; any other failure is previewed again once fixed.
+  if (!after(preview) || !v || !(v.phase === "Successful" || (v.phase === "Failed" && isStop(v.message))))
+    return none;
   const previewed: Outcome =
     v.phase === "Successful"
       ? { ok: true, view: preview }
