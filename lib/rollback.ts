@@ -71,7 +71,8 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
     io.out(refusalText(p, freight.commit, refusals));
     return 1;
   }
-  io.out(planText(plan, r.kind, freight.name, freight.commit, running));
+  const named = freight.alias ? `${freight.name} (${freight.alias})` : freight.name;
+  io.out(planText(plan, r.kind, named, freight.commit, running));
   const since = r.resume ? recordedStart(plan, freight.name, updates) : undefined;
   if (!r.resume) {
     const by = whoami();
@@ -310,6 +311,6 @@ export function resume(
       }
     }
   }
-  io.out(`${environment}: no auto-promotion hold left in ${plan.steps.length} program(s)`);
+  if (!dryRun) io.out(`${environment}: no auto-promotion hold left in ${plan.steps.length} program(s)`);
   return 0;
 }
