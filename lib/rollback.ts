@@ -14,7 +14,7 @@ import {
   type Outcome,
 } from "./rollback-kargo";
 import { refusalText, templateRefusals } from "./rollback-template";
-import { rollbackPlan, rollbackRecordName, type RollbackPlan, type RollbackStep } from "./pipeline/rollback";
+import { rollbackPlan, rollbackRequestName, type RollbackPlan, type RollbackStep } from "./pipeline/rollback";
 import type { Pipeline } from "./pipeline/schema";
 
 export interface RollbackRequest {
@@ -112,8 +112,9 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
         promotion = promote(project, step.preview, { freight: freight.name }).name;
       } catch (err) {
         if (!(err instanceof PermissionError)) throw err;
+        const who = [...new Set([...plan.deciders, ...plan.promoters])].join(", ") || "admins only";
         io.out(
-          `${step.preview}: Kargo refused the preview (${err.message}); who may promote into preview stages by hand: docs/security-and-approvals.md`,
+          `${step.preview}: Kargo refused the preview (${err.message}); a rollback of ${plan.environment} is started by a member of ${who}`,
         );
         return 1;
       }
@@ -199,7 +200,7 @@ function stepState(project: string, step: RollbackStep, freight: string, since: 
  * promotion times are, whatever this machine's says; the record's `at` where the server shows none.
  */
 function recordedStart(plan: RollbackPlan, freight: string, updates: string[]): number {
-  const name = rollbackRecordName(plan.environment);
+  const name = rollbackRequestName(plan.environment);
   const cm = JSON.parse(
     kubectl(["get", "configmap", name, "-n", plan.project, "-o", "json", "--show-managed-fields"]),
   ) as { data?: Record<string, string>; metadata?: { managedFields?: { time?: string }[] } };
@@ -237,7 +238,7 @@ export function recordManifest(
   return {
     apiVersion: "v1",
     kind: "ConfigMap",
-    metadata: { name: rollbackRecordName(plan.environment), namespace: plan.project },
+    metadata: { name: rollbackRequestName(plan.environment), namespace: plan.project },
     data: {
       kind: r.kind,
       to,

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { programStages } from "../lib/pipeline/graph";
-import { rollbackPlan, rollbackRecordName } from "../lib/pipeline/rollback";
+import { rollbackPlan, rollbackRequestName } from "../lib/pipeline/rollback";
 import { riskPolicy, type Pipeline } from "../lib/pipeline/schema";
 import { approveStage } from "../lib/pipeline/verification";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -58,6 +58,13 @@ function expectPlans(p: Pipeline) {
       }
       expect(plan.project).toBe(p.project);
       expect(plan.deciders).toEqual(riskPolicy(p.environments[environment]!).deciders);
+      const feeding = p.stages.filter((s) => s.kind === "preview" && s.environment === environment);
+      const gates = p.stages.filter(
+        (g) => g.kind === "gate" && feeding.some((s) => s.from !== "warehouse" && s.from.includes(g.name)),
+      );
+      expect(plan.promoters).toEqual(
+        [...new Set(gates.flatMap((g) => (g.kind === "gate" ? g.approvers : [])))].sort(),
+      );
     }
   }
 }
@@ -85,7 +92,7 @@ describe("the rollback's programs and order", () => {
   });
 
   it("names the record after the environment", () => {
-    expect(rollbackRecordName("qa")).toBe("rollback-qa");
+    expect(rollbackRequestName("qa")).toBe("rollback-qa");
   });
 
   it("refuses an unknown environment or program, naming the argument and what is allowed", () => {

@@ -8,7 +8,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { createValidator } from "../lib/crds/validate";
 import { runStages } from "../lib/pipeline/graph";
 import { stageSpec } from "../lib/pipeline/promotion";
-import { rollbackPlan, rollbackRecordName } from "../lib/pipeline/rollback";
+import { rollbackPlan, rollbackRequestName } from "../lib/pipeline/rollback";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { continueCommand, resume, rollback } from "../lib/rollback";
 import { validatedFork } from "./generated-forks";
@@ -39,7 +39,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
       metadata: { name: string; namespace: string };
       data: Record<string, string>;
     };
-    expect(record.metadata).toEqual({ name: rollbackRecordName(environment), namespace: example.project });
+    expect(record.metadata).toEqual({ name: rollbackRequestName(environment), namespace: example.project });
     expect(record.data).toMatchObject({
       kind: "rollback",
       to: "older",
@@ -97,7 +97,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     // The decider continues: the stopped preview is not run again, nor the record rewritten. This machine's
     // clock does not matter: the record's time is the API server's (a clock far ahead here changes nothing).
     const saved = state();
-    saved.configMaps[rollbackRecordName(environment)]!.data.at = "2100-01-01T00:00:00Z";
+    saved.configMaps[rollbackRequestName(environment)]!.data.at = "2100-01-01T00:00:00Z";
     reset(saved);
     expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
     expect(promoted()).toEqual([first!.update, ...rest.flatMap((s) => [s.preview, s.update])]);
@@ -148,6 +148,17 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     reset(saved);
     expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
     expect(promoted()).toEqual([first!, ...rest].flatMap((s) => [s.preview, s.update]));
+  });
+
+  it("stops when Kargo refuses the preview, naming who starts a rollback of the environment", () => {
+    lines.length = 0;
+    const plan = setUp(example, environment, { role: "viewer" });
+    expect(rollback(example, request(environment), io)).toBe(1);
+    expect(promoted()).toEqual([plan.steps[0]!.preview]);
+    const who = [...new Set([...plan.deciders, ...plan.promoters])];
+    expect(who.length).toBeGreaterThan(0);
+    expect(lines.join("\n")).toContain(`Kargo refused the preview`);
+    for (const group of who) expect(lines.join("\n")).toContain(group);
   });
 
   it("promotes nothing and writes no record when an older Stack template differs", () => {

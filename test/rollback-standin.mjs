@@ -7,7 +7,8 @@
 // Usage: node rollback-standin.mjs <kargo|kubectl> <state dir> <args...>. State (state.json):
 //   freight: { <name or alias>: Freight }, stages: { <stage>: Stage status }, newest: <Freight name>, warehouse,
 //   verdicts: { <stage>: { phase, message } } (how a promotion's verification ends; default Successful),
-//   deciderStages: [<stage>...] (promoted by hand only when role is "decider"), role, user, loggedOut,
+//   deciderStages: [<stage>...] (promoted by hand only when role is "decider"), previewStages (also by a
+//   "promoter"), role, user, loggedOut,
 //   configMaps: { <name>: ConfigMap }.
 //   promotionSteps: the steps each Promotion carries (the stage's promotionTemplate).
 // Every call is appended to calls.jsonl as { tool, args, stdin }.
@@ -56,8 +57,10 @@ function kargo() {
   }
   if (args[0] === "promote") {
     const stage = flag("--stage");
-    if ((state.deciderStages ?? []).includes(stage) && state.role !== "decider")
-      fail(`403 Forbidden: {"error":"user is not allowed to promote to stage ${stage}"}`);
+    const refused =
+      ((state.deciderStages ?? []).includes(stage) && state.role !== "decider") ||
+      ((state.previewStages ?? []).includes(stage) && !["decider", "promoter"].includes(state.role));
+    if (refused) fail(`403 Forbidden: {"error":"user is not allowed to promote to stage ${stage}"}`);
     const freight = flag("--freight") ?? state.newest;
     const n = (state.promotions = (state.promotions ?? 0) + 1);
     const name = `${stage}.promotion-${n}`;

@@ -120,6 +120,7 @@ export function standins(p: Pipeline) {
         // A Promotion carries its stage's PromotionTask's steps, inlined.
         promotionSteps: promotionTaskSpec(q, "argocd").steps,
         deciderStages: plan.steps.map((s) => s.update),
+        previewStages: plan.steps.map((s) => s.preview),
         role: options.role ?? "decider",
         user: "jane@example.com",
         verdicts: options.verdicts ?? {},

@@ -20,14 +20,14 @@ export interface RollbackPlan {
   environment: string;
   /** Who may promote its update stages by hand, and so take each step past its preview. */
   deciders: string[];
-  /** The approvers of the gates Freight passes into the environment: who may ask for a rollback. */
+  /** The approvers of the gates the environment's previews take Freight from: with the deciders, who may ask. */
   promoters: string[];
   /** Dependents first (see {@link rollbackPlan}). */
   steps: RollbackStep[];
 }
 
 /** The ConfigMap in the Kargo project's namespace that records an environment's rollback or reconcile. */
-export const rollbackRecordName = (environment: string) => `rollback-${environment}`;
+export const rollbackRequestName = (environment: string) => `rollback-${environment}`;
 
 /**
  * The programs to take back in `environment` (all of them, or `program` and every program depending on it,
@@ -54,12 +54,13 @@ export function rollbackPlan(p: Pipeline, environment: string, program?: string)
     .filter((x) => covered.has(x.name))
     .reverse()
     .map((x) => stepOf(stages, environment, x.name));
-  const declared = environmentStages(p).filter((s) => s.environment === environment);
-  // The gates the environment's first stages take Freight from: their approvers move Freight into it.
-  const entry = declared.flatMap((s) => (s.from === "warehouse" ? [] : s.from));
+  // The gates the environment's preview stages take Freight from: their approvers let Freight into it.
+  const gates = environmentStages(p)
+    .filter((s) => s.kind === "preview" && s.environment === environment)
+    .flatMap((s) => (s.from === "warehouse" ? [] : s.from));
   const promoters = p.stages
     .filter(isGate)
-    .filter((g) => entry.includes(g.name))
+    .filter((g) => gates.includes(g.name))
     .flatMap((g) => g.approvers);
   return {
     project: p.project,
