@@ -25,6 +25,18 @@ const recordSchema = z.object({
   // Who approved a stopped preview's Freight for this update stage (an empty map: nobody had to; absent or
   // null: a stage no stop is approved for, or a record from before it was kept).
   stopApproval: z.record(z.string(), z.string()).nullish(),
+  // The environment's rollback (or reconcile) request when it covered this promotion (npm run rollback writes
+  // it; lib/pipeline/promotion-rollback.ts rollbackRecord); absent or null: an ordinary promotion.
+  rollback: z
+    .object({
+      kind: z.string(),
+      from: z.string().nullish(),
+      to: z.string(),
+      by: z.string(),
+      message: z.string(),
+      at: z.string(),
+    })
+    .nullish(),
   freightUrl: z.string(),
   promotionUrl: z.string(),
 });
@@ -126,10 +138,18 @@ export function environmentHistory(
     .sort((a, b) => b.pushedAt.localeCompare(a.pushedAt));
 }
 
+const q = (v: unknown) => JSON.stringify(v ?? null);
+
+/** A rollback (back to earlier Freight) or a reconcile (the current Freight again), who asked for it and why. */
+function rollbackLine(r: NonNullable<PromotionRecord["rollback"]>): string {
+  const what =
+    r.kind === "reconcile" ? `reconcile of ${q(r.to)}` : `${r.kind} from ${q(r.from)} to ${q(r.to)}`;
+  return `  ${what} by ${q(r.by)} at ${q(r.at)}: ${q(r.message)}`;
+}
+
 /** The history as text, one block per promotion; values are printed as JSON strings, never raw. */
 export function formatHistory(environment: string, entries: HistoryEntry[]): string {
   if (entries.length === 0) return `${environment}: no promotion on record (no stage branch holds one)\n`;
-  const q = (v: unknown) => JSON.stringify(v ?? null);
   const blocks = entries.map((e) => {
     const head = `${e.pushedAt}  ${e.stage.name} (${e.stage.kind} of ${e.stage.program})  branch commit ${e.branchCommit.slice(0, 12)}`;
     if (!e.record) return `${head}\n  no record: ${e.problem}`;
@@ -148,6 +168,7 @@ export function formatHistory(environment: string, entries: HistoryEntry[]): str
       ...(r.stopApproval?.by
         ? [`  stopped preview approved by ${q(r.stopApproval.by)} at ${q(r.stopApproval.at)}`]
         : []),
+      ...(r.rollback ? [rollbackLine(r.rollback)] : []),
       ...(e.preview
         ? [`  preview ${e.preview.stage} of ${e.preview.pushedAt}: ${q(e.preview.promotionUrl)}`]
         : []),

@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { suiteSteps } from "./suite";
 import { README, withDiagram } from "../lib/pipeline/diagram";
 import { docPages } from "../lib/markdown";
 import { programStages } from "../lib/pipeline/graph";
@@ -278,6 +279,7 @@ describe("GitHub workflows", () => {
       }
     }
     expect(Object.keys(pinned).sort()).toEqual([
+      "actions/cache",
       "actions/checkout",
       "actions/download-artifact",
       "actions/github-script",
@@ -294,7 +296,9 @@ describe("GitHub workflows", () => {
 
   it("run the Go harness with the Go that test/go.mod names, in npm test and so in every CI", () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, "package.json"), "utf8"));
-    expect(pkg.scripts.test).toMatch(/&& npm run test:engines$/);
+    expect(pkg.scripts.test).toBe("tsx test/suite.ts");
+    expect(suiteSteps.at(-1)).toBe("test:engines");
+    for (const script of suiteSteps) expect(pkg.scripts[script], script).toBeTruthy();
     const steps = workflow("ci.yml").jobs.test.steps as {
       uses?: string;
       with?: Record<string, string>;

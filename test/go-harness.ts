@@ -2,10 +2,11 @@
 // the offline plan. Writes the plan once for every package, then `go test ./...`; with no Go, or one older
 // than test/go.mod names, it fails and says which Go to install. It never skips silently: every skipped Go
 // test is listed with its reason.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { goModuleDirs } from "./go-modules";
 
 const root = path.resolve(__dirname, "..");
 const testDir = path.join(root, "test");
@@ -71,7 +72,7 @@ function report(stream: string) {
 }
 
 const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "engines-plan-"));
-try {
+async function main() {
   const plan = spawnSync(process.execPath, ["--import", "tsx", "lib/cli/plan.ts", "--out", planDir], {
     cwd: root,
     encoding: "utf8",
@@ -85,8 +86,11 @@ try {
   // pins, which test/go.mod cannot hold beside the one Argo Rollouts pins); test/argoevents/go.mod (Argo
   // Events v1.9.10, whose Kubernetes and notifications-engine pins differ again); test/pulumiengine/go.mod
   // (Pulumi's deployment engine, whose gRPC and OpenTelemetry pins are its own). A package path under
-  // ./<module>/ runs in that module.
-  const nested = ["argocdnotify", "argoevents", "pulumiengine"];
+  // ./<module>/ runs in that module. They run at once: each `go test` leaves cores idle while its slowest
+  // package runs alone, and the next module's builds fill them. Each module's report is printed as it ends.
+  const nested = goModuleDirs
+    .filter((d) => d !== "test")
+    .map((d) => path.relative(testDir, path.join(root, d)));
   const given = process.argv.slice(2);
   const own = nested.find((m) => given[0]?.replace(/^\.\//, "").startsWith(`${m}/`));
   const runs: { dir: string; targets: string[] }[] =
@@ -98,18 +102,33 @@ try {
       : own
         ? [{ dir: path.join(testDir, own), targets: ["./...", ...given.slice(1)] }]
         : [{ dir: testDir, targets: given }];
-  for (const { dir, targets } of runs) {
-    const args = ["test", "-json", "-count=1", "-timeout=0", ...targets];
-    const run = spawnSync("go", args, {
-      cwd: dir,
-      encoding: "utf8",
-      maxBuffer: 256 << 20,
-      stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
-    });
-    report(run.stdout ?? "");
-    if (run.status !== 0) process.exitCode = run.status ?? 1;
-  }
-} finally {
-  fs.rmSync(planDir, { recursive: true, force: true });
+  await Promise.all(
+    runs.map(
+      ({ dir, targets }) =>
+        new Promise<void>((resolve) => {
+          const args = ["test", "-json", "-count=1", "-timeout=0", ...targets];
+          const child = spawn("go", args, {
+            cwd: dir,
+            stdio: ["ignore", "pipe", "inherit"],
+            env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
+          });
+          const out: Buffer[] = [];
+          child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+          child.on("error", (err) => {
+            console.error(`test:engines: go test in ${path.relative(root, dir)}: ${err.message}`);
+            process.exitCode = 1;
+            resolve();
+          });
+          child.on("close", (status) => {
+            report(Buffer.concat(out).toString("utf8"));
+            if (status !== 0) process.exitCode = status ?? 1;
+            resolve();
+          });
+        }),
+    ),
+  );
 }
+
+main()
+  .catch((err: unknown) => fail(String(err)))
+  .finally(() => fs.rmSync(planDir, { recursive: true, force: true }));

@@ -150,6 +150,44 @@ describe("npm run history", () => {
     ]);
   });
 
+  it("prints a rollback (from, to, by whom, when and why) and a reconcile, as JSON strings; nothing for an ordinary promotion", () => {
+    const [to, from, current] = ["1".repeat(40), "2".repeat(40), "3".repeat(40)];
+    const at = "2026-11-28T11:00:00Z";
+    const rollback = {
+      ...record(update.name, to, []),
+      rollback: { kind: "rollback", from, to, by: hostile, message: "uploads broke\nback", at },
+    };
+    const reconcile = {
+      ...record(update.name, current, []),
+      rollback: {
+        kind: "reconcile",
+        from: current,
+        to: current,
+        by: "carol@example.com",
+        message: "drift",
+        at,
+      },
+    };
+    const ordinary = { ...record(update.name, from, []), rollback: null };
+    const dir = repository(
+      [ordinary, rollback, reconcile].map((r) => ({
+        stage: update.name,
+        freight: r.freight,
+        by: [],
+        raw: `x\n\n${recordTrailer}: ${JSON.stringify(r)}`,
+      })),
+    );
+    const text = formatHistory(
+      environment,
+      environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/")),
+    );
+    const lines = text.split("\n").filter((l) => /^ {2}(rollback|reconcile) /.test(l));
+    expect(lines).toEqual([
+      `  reconcile of "${current}" by "carol@example.com" at "${at}": "drift"`,
+      `  rollback from "${from}" to "${to}" by ${JSON.stringify(hostile)} at "${at}": ${JSON.stringify("uploads broke\nback")}`,
+    ]);
+  });
+
   it("says which commit holds no record (a commit by hand), and refuses a commit naming two", () => {
     const dir = repository([{ stage: update.name, freight: "c".repeat(40), by: [], raw: "fix by hand" }]);
     const [entry] = environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"));

@@ -29,7 +29,9 @@ describe("kargo project", () => {
     const step = (uses: string) => steps().find((s) => s.uses === uses)!;
 
     it("copies the stage's template from the Freight's commit to the stage's own branch, pins it, pushes there and syncs to that push", () => {
+      // Around them, a rollback's guard and record (test/kargo-rollback.test.ts), for a pipeline with previews.
       expect(steps().map((s) => s.uses)).toEqual([
+        "fail",
         "git-clone",
         "git-clear",
         "copy",
@@ -38,6 +40,7 @@ describe("kargo project", () => {
         "git-commit",
         "git-push",
         "argocd-update",
+        "set-metadata",
       ]);
       const commit = "${{ quote(commitFrom(vars.repoURL).ID) }}";
       expect(step("git-clone").config.checkout).toEqual([
@@ -51,7 +54,13 @@ describe("kargo project", () => {
       });
       expect(step("yaml-update").config).toEqual({
         path: "./stage/${{ ctx.stage }}.yaml",
-        updates: [{ key: "spec.commit", value: commit }],
+        updates: [
+          { key: "spec.commit", value: commit },
+          {
+            key: "metadata.annotations.pulumi\\.com/reconciliation-request",
+            value: "${{ quote(ctx.promotion) }}",
+          },
+        ],
       });
       expect(step("file-write").config).toMatchObject({ path: "./stage/PIPELINE-STAGE.md", overwrite: true });
       // The branch's PIPELINE-STAGE.md says whose branch it is and which commit it runs.
@@ -80,8 +89,14 @@ describe("kargo project", () => {
       const vars = Object.fromEntries(
         (task.spec.vars as { name: string; value: string }[]).map((v) => [v.name, v.value]),
       );
+      // Less those a step declares for itself.
+      const own = new Set(
+        (task.spec.steps as { vars?: { name: string }[] }[]).flatMap((s) =>
+          (s.vars ?? []).map((v) => v.name),
+        ),
+      );
       const read = [...JSON.stringify(task.spec.steps).matchAll(/\bvars\.(\w+)/g)].map((m) => m[1]!);
-      expect(Object.keys(vars).sort()).toEqual([...new Set(read)].sort());
+      expect(Object.keys(vars).sort()).toEqual([...new Set(read)].filter((v) => !own.has(v)).sort());
       expect(vars.repoURL).toBe(pipeline.source.repoURL);
       expect(vars.stacksDir).toBe(pipeline.stacks.dir);
       const namespaces = new Set(ofKind("Application").map((a) => a.metadata.namespace));
@@ -106,7 +121,10 @@ describe("kargo project", () => {
         else if (v && typeof v === "object") Object.values(v).forEach(visit);
       };
       visit(objects);
-      const whole = strings.filter((t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t));
+      // Not a map's: its values stay strings inside the JSON Kargo reads it from (a preview's `previewing`).
+      const whole = strings.filter(
+        (t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t) && !t.startsWith("${{ {"),
+      );
       // git-clone's commit, yaml-update's value, argocd-update's revision, each program stage's verification arg.
       expect(whole.length).toBe(3 + programStages(pipeline).length);
       for (const t of whole) expect(t).toMatch(/^\$\{\{ quote\(.*\) \}\}$/);

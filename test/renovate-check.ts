@@ -219,4 +219,11 @@ function main() {
   }
 }
 
-if (require.main === module) main();
+if (require.main === module) {
+  // `--prefetch`: only the downloads (Node and Renovate into the user's cache), which `npm test` starts beside
+  // its CPU-bound checks (test/suite.ts).
+  if (process.argv.includes("--prefetch")) {
+    nodeBinary(RENOVATE_NODE_VERSION);
+    renovatePackage(RENOVATE_VERSION);
+  } else main();
+}

@@ -1,7 +1,8 @@
 -- Argo CD health of a Pulumi Kubernetes Operator Stack (pulumi.com/v1), for the statuses PKO v2.9.0 writes
 -- (pulumi-kubernetes-operator v2.9.0 operator/internal/controller/pulumi/stack_controller.go). Argo CD
 -- v3.4.4 runs it with only Lua's base, table and package libraries (no string library): test/health/.
---   Healthy      the operator finished the current generation and its last run succeeded.
+--   Healthy      the operator finished the current generation and promotion (its reconcile request), and its
+--                last run succeeded.
 --   Degraded     the operator stopped (Stalled): a run failed a 4th time, the workspace failed to install,
 --                or the spec is invalid. Nothing happens until the spec changes.
 --   Progressing  anything else, including a failed run PKO will retry, and a workspace pod that never
@@ -66,7 +67,12 @@ local last = field(obj, "status", "lastUpdate")
 if type(last) ~= "table" then
   last = nil
 end
-local failedNow = last ~= nil and last.state == "failed" and last.generation == generation
+-- PKO's reconcile request, which each promotion sets to its own name (lib/pipeline/promotion-rollback.ts): a
+-- value its last run did not carry makes PKO run the Stack again, at the same generation and commit
+-- (v2.9.0 stack_controller.go isSynced), so until that run ends the last result is an earlier promotion's.
+local request = text(field(obj, "metadata", "annotations", "pulumi.com/reconciliation-request")) or ""
+local ranNow = last ~= nil and (text(last.reconcileRequest) or "") == request
+local failedNow = ranNow and last.state == "failed" and last.generation == generation
 local function lastError()
   local message = text(last.message)
   if message ~= nil and message ~= "" then
@@ -107,8 +113,11 @@ if reconciling ~= nil and reconciling.status == "True" then
 end
 
 local ready = condition("Ready")
-if ready ~= nil and ready.status == "True" and last ~= nil and last.state == "succeeded" and last.generation == generation then
+if ready ~= nil and ready.status == "True" and ranNow and last.state == "succeeded" and last.generation == generation then
   return { status = "Healthy", message = describe(ready, "Ready") }
+end
+if last ~= nil and not ranNow then
+  return { status = "Progressing", message = "Waiting for the operator to run reconcile request " .. request }
 end
 
 return { status = "Progressing", message = "Waiting for the operator to finish generation " .. shown(generation) }

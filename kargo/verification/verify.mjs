@@ -6,8 +6,9 @@
 //   it stops: the Freight waits for DECIDERS' decision, with each such resource, its class, op and changed
 //   keys, the preview's link in Pulumi Cloud, and the command that lets it through (approving the Freight
 //   for APPROVE_STAGE in KARGO_PROJECT);
-// - an update passes only when each of its steps is one its succeeded preview of the same commit on the same
-//   stack showed (compare.mjs), and never when it cannot compare them.
+// - an update at stack version N passes only when each of its steps is one the succeeded preview of its
+//   commit against the state it changed (listed under version N-1) showed (compare.mjs), and never when it
+//   cannot compare them: a preview of the commit against any other version does not count.
 // Either way it prints its record on stdout, one JSON line: the operations verified, and what stopped them.
 // Events that are not all there yet (fewer than the operation's summary counts, right after it succeeded:
 // the events route returns only the events Pulumi Cloud has marked activated unless asked with
@@ -113,15 +114,27 @@ const page = `pageSize=${config.pageSize}&page=1`;
 /** The commit's previews in one previews list: the entries (UpdateInfo: `info` and `updateID`). */
 const ourPreviews = (entries) => entries.filter((e) => isObject(e) && isOurs(e.info));
 
+/** The commit's previews listed under one stack version, the one each ran against; none when not listed. */
+async function previewsUnder(version) {
+  try {
+    return ourPreviews(
+      await cloud.list(`updates/${version}/previews?asc=false&${page}`, { missingIsEmpty: true }),
+    );
+  } catch (error) {
+    if (error instanceof NotFound) return [];
+    throw error;
+  }
+}
+
 /**
- * The commit's previews, from the first stack version that has any: previews are listed per stack version,
- * the one each ran against (REST API: GetLatestStackPreviews, GetStackPreviews, `updates/{version}/previews`);
- * `latest` holds only those since the last update. When an update of the stack finished since (this
- * preview's own update, for an update stage), they are under an older version: look there too, newest
- * version first, the versions from one page of the history. `accept` narrows which count.
+ * A preview stage's previews of the commit, from the first stack version that has any: previews are listed
+ * per stack version, the one each ran against (REST API: GetLatestStackPreviews, GetStackPreviews,
+ * `updates/{version}/previews`); `latest` holds only those since the last update. When an update of the
+ * stack finished since (another commit's, while this preview is verified), they are under an older version:
+ * look there too, newest version first, the versions from one page of the history.
  */
-async function previewsOfCommit(accept = () => true) {
-  const latest = ourPreviews(await cloud.list(`updates/latest/previews?asc=false&${page}`)).filter(accept);
+async function previewsOfCommit() {
+  const latest = ourPreviews(await cloud.list(`updates/latest/previews?asc=false&${page}`));
   if (latest.length) return latest;
   const versions = (await cloud.list(`updates?${page}`))
     .filter(isObject)
@@ -130,18 +143,22 @@ async function previewsOfCommit(accept = () => true) {
   // A preview before the stack's first update ran against version 0: asked for when the page reaches it.
   if (versions.includes(1)) versions.push(0);
   for (const version of [...new Set(versions)].sort((a, b) => b - a)) {
-    let entries;
-    try {
-      entries = await cloud.list(`updates/${version}/previews?asc=false&${page}`, { missingIsEmpty: true });
-    } catch (error) {
-      if (error instanceof NotFound) continue;
-      throw error;
-    }
-    const mine = ourPreviews(entries).filter(accept);
+    const mine = await previewsUnder(version);
     if (mine.length) return mine;
   }
   return [];
 }
+
+/**
+ * The previews an update at stack version N may be compared with: its commit's, succeeded, listed under
+ * version N-1 (0 for a stack's first update), the state that update changed, and started before it. A
+ * preview of the commit against another version (its first promotion, long ago, before a rollback took the
+ * stack back to it) ran against a state that is gone, so it never counts.
+ */
+const previewsAgainst = async (update) =>
+  (await previewsUnder(update.version - 1)).filter(
+    (e) => e.info.result === "succeeded" && e.info.startTime <= update.startTime,
+  );
 
 const updateIdOf = (entry, what) => {
   if (typeof entry?.updateID !== "string" || entry.updateID === "")
@@ -203,14 +220,16 @@ async function verifyUpdate(update) {
   const info = await cloud.get(`updates/${update.version}`);
   const updateID = updateIdOf(info, `update ${update.version}`);
   const updateSteps = stepsOf(await cloud.events("update", updateID));
-  const candidates = await previewsOfCommit(
-    (e) => e.info.result === "succeeded" && e.info.startTime <= update.startTime,
-  );
+  const against = update.version - 1;
+  const candidates = await previewsAgainst(update);
   const what = `the update of ${short} on ${stackName} (${stackUrl}/updates/${update.version})`;
   if (!candidates.length)
     return {
       ok: false,
-      reason: `${what}: no succeeded preview of the commit on the stack before it, so it cannot be shown to do only what was approved`,
+      reason: [
+        `${what}: no succeeded preview of ${short} against the state this update changed (version ${against}), so it cannot be shown to do only what was approved.`,
+        `A preview of the commit against another state (its first promotion's, say) does not count: to take an environment back to an earlier release, use npm run rollback, which previews it against the current state first.`,
+      ].join("\n"),
     };
   const preview = newest(candidates, (e) => e.info);
   const previewID = updateIdOf(preview, "the preview");
@@ -220,6 +239,7 @@ async function verifyUpdate(update) {
     operation: "update",
     updateID,
     version: update.version,
+    against,
     preview: { updateID: previewID, link },
     matched: matchedRecord(result.matched),
     unexpected: result.unexpected.map((u) => ({ ...recordOf([u.step])[0], why: u.why })),

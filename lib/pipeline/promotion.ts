@@ -10,6 +10,12 @@ import { verificationNotice } from "./notify";
 import { stopApprovalPrefix, stopApprovalStages } from "./events";
 import { analysisTemplateName, policyArgValues } from "./verification";
 import { programOf } from "./stack-manifest";
+import {
+  previewedFreightStep,
+  previewingStep,
+  reconcileRequestKey,
+  rollbackRecord,
+} from "./promotion-rollback";
 
 /**
  * Kargo turns an expression result that parses as a number (or bool, or JSON) into one, so an all-digit
@@ -140,6 +146,8 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
       { name: "argocdNamespace", value: argocdNamespace },
     ],
     steps: [
+      // Rollback: an update stage runs only the Freight its preview stage previews now (promotion-rollback.ts).
+      ...previewedFreightStep(p),
       {
         uses: "git-clone",
         config: {
@@ -162,7 +170,15 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
       },
       {
         uses: "yaml-update",
-        config: { path: `${stage}/${manifest}`, updates: [{ key: "spec.commit", value: commit }] },
+        config: {
+          path: `${stage}/${manifest}`,
+          updates: [
+            { key: "spec.commit", value: commit },
+            // Rollback and reconcile: a new value makes PKO run the Stack again, even at a commit it already
+            // ran (promotion-rollback.ts); the template carries the key empty, as yaml-update needs.
+            { key: reconcileRequestKey, value: quoted("ctx.promotion") },
+          ],
+        },
       },
       {
         uses: "file-write",
@@ -193,6 +209,8 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
           ],
         },
       },
+      // Rollback: a preview stage records on its Stage which Freight it previews now (promotion-rollback.ts).
+      ...previewingStep(p),
     ],
   };
 }
@@ -240,6 +258,7 @@ export function promotionMessage(p: Pipeline, commitInText: string): string {
   // from the API server, not a cache (cmd/controlplane/controller.go DisableFor), so a new record is seen.
   // Only update stages a stop is approved for have one; the others record null.
   const stops = stopApprovalStages(p).map((s) => JSON.stringify(s.name));
+  const rollback = rollbackRecord(p);
   const stopApproval =
     stops.length > 0
       ? `ctx.stage in [${stops.join(", ")}] ? configMap(${JSON.stringify(stopApprovalPrefix)} + ctx.targetFreight.name + "-" + ctx.stage) : nil`
@@ -256,9 +275,11 @@ export function promotionMessage(p: Pipeline, commitInText: string): string {
     `"stopApproval": ${stopApproval}`,
     `"freightUrl": ${ui} + "/freight/" + ctx.targetFreight.name`,
     `"promotionUrl": ${ui} + "/promotion/" + ctx.promotion`,
+    // The environment's rollback (or reconcile) request, for a promotion it covers (promotion-rollback.ts).
+    `"rollback": ${rollback.value}`,
   ];
   // `let` binds the Freight's metadata once; the spaces keep `}}` (the expression's end) out of the literal.
-  const expression = `let md = freightMetadata(ctx.targetFreight.name); {${record.join(", ")} }`;
+  const expression = `let md = freightMetadata(ctx.targetFreight.name); ${rollback.bind}{${record.join(", ")} }`;
   return `Promote \${{ ctx.stage }} to ${commitInText}\n\n${recordTrailer}: \${{ ${expression} }}`;
 }
 

@@ -7,6 +7,7 @@ import { accountOf, previewServiceAccount } from "./accounts";
 import type { ProgramStage } from "./graph";
 import { stackManifestFile, stackObjectName, stageBranch } from "./names";
 import { pluginCopyClaimSpec } from "./plugin-cache";
+import { RECONCILE_REQUEST_ANNOTATION } from "./promotion-rollback";
 import { canonicalResources } from "./quantity";
 import type { Pipeline, Program } from "./schema";
 
@@ -121,8 +122,13 @@ export function stackManifest(p: Pipeline, s: ProgramStage) {
         "app.kubernetes.io/instance": s.name,
         "app.kubernetes.io/name": program.name,
       },
-      // Argo CD never deletes a Stack (which could run a destroy): not when pruning, not with its Application.
-      annotations: { "argocd.argoproj.io/sync-options": "Prune=false,Delete=false" },
+      annotations: {
+        // Argo CD never deletes a Stack (which could run a destroy): not when pruning, not with its Application.
+        "argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
+        // Each promotion sets it to its own name, so PKO runs the Stack again even at a commit it already ran
+        // (lib/pipeline/promotion-rollback.ts). Empty here: yaml-update only rewrites a key that exists.
+        [RECONCILE_REQUEST_ANNOTATION]: "",
+      },
     },
     spec,
   };

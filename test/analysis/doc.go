@@ -23,8 +23,9 @@
 //     v3.274.1, which bracket the CLI pin v3.270.0).
 //
 // The scenarios of verdicts_test.go (stops per risk class, an update compared with its preview, paging, a
-// stop through its approval to both update outcomes) run the Job's modules (kargo/verification) as the plan
-// ships them in its ConfigMap.
+// stop through its approval to both update outcomes) and of rollback_test.go (a rollback's update compared
+// with its own preview against the state it changed, never the commit's first) run the Job's modules
+// (kargo/verification) as the plan ships them in its ConfigMap.
 //
 // Every model's upstream files and their sha256 are in test/upstream-mirrors.json (test/internal/upstream).
 package analysis

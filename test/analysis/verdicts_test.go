@@ -201,7 +201,7 @@ func TestUpdateComparedWithItsPreview(t *testing.T) {
 			update: []step{{op: "update", typ: "aws:rds/instance:Instance", name: "db", diffs: []string{"instanceClass", "publiclyAccessible"}}}, want: failed,
 			why: `changed publiclyAccessible, which the preview did not show changing`},
 		{name: "no preview of the commit", update: changed, setup: func(c *cloud) { c.stack.previews = nil }, want: failed,
-			why: `no succeeded preview of the commit on the stack before it, so it cannot be shown to do only what was approved$`},
+			why: `(?m): no succeeded preview of 4f1c2b9e8d7a against the state this update changed \(version 0\), so it cannot be shown to do only what was approved\.$`},
 		{name: "only a failed preview of the commit", update: changed, want: failed, setup: func(c *cloud) {
 			c.stack.mu.Lock()
 			defer c.stack.mu.Unlock()
@@ -211,7 +211,7 @@ func TestUpdateComparedWithItsPreview(t *testing.T) {
 				}
 				c.stack.previews[v] = list
 			}
-		}, why: `no succeeded preview of the commit`},
+		}, why: `no succeeded preview of 4f1c2b9e8d7a against the state this update changed`},
 		{name: "the preview's events without their summary", preview: changed, update: changed, want: failed, setup: func(c *cloud) {
 			for id, e := range c.stack.events {
 				if e.kind == "preview" {

@@ -33,6 +33,12 @@ func (o *Operator) Promote(commit string) {
 	o.Stack.Commit = commit
 }
 
+// RunAgain is Argo CD syncing a stage branch whose Stack changed only its reconcile request (a promotion of
+// the same commit): the generation stays; PKO runs the Stack again for it (isSynced L1241-L1247).
+func (o *Operator) RunAgain(request string) {
+	o.Stack.Request = request
+}
+
 // Observe is the start of a reconcile: observedGeneration is written first, whatever follows (L534).
 func (o *Operator) Observe() {
 	o.status().ObservedGeneration = o.Stack.Generation
@@ -57,7 +63,7 @@ func (o *Operator) StartRun(name string) {
 	o.Observe()
 	s := o.status()
 	s.markReconciling(reasonProcessing, msgProcessingUpdate, o.tick(time.Second))
-	s.CurrentUpdate = &CurrentUpdate{Generation: o.Stack.Generation, Name: name, Commit: o.Stack.Commit}
+	s.CurrentUpdate = &CurrentUpdate{Generation: o.Stack.Generation, ReconcileRequest: o.Stack.Request, Name: name, Commit: o.Stack.Commit}
 }
 
 // RunFailed absorbs a failed Update (L639-L641, markStackFailed L1113-L1136), then, inside the backoff,
@@ -66,12 +72,12 @@ func (o *Operator) RunFailed(kind, msg string) {
 	s := o.status()
 	cur, last := s.CurrentUpdate, s.LastUpdate
 	next := &LastUpdate{
-		Generation: cur.Generation, Name: cur.Name, Type: kind, State: "failed", Message: msg,
+		Generation: cur.Generation, ReconcileRequest: cur.ReconcileRequest, Name: cur.Name, Type: kind, State: "failed", Message: msg,
 		LastAttemptedCommit: cur.Commit, LastResyncTime: metaTime(o.tick(time.Minute)),
 	}
 	if last != nil {
 		next.LastSuccessfulCommit = last.LastSuccessfulCommit
-		if last.Generation == cur.Generation {
+		if last.Generation == cur.Generation && last.ReconcileRequest == cur.ReconcileRequest {
 			next.Failures = last.Failures + 1
 		}
 	}
@@ -93,7 +99,7 @@ func (o *Operator) RunSucceeded(kind string) {
 	s := o.status()
 	cur := s.CurrentUpdate
 	s.LastUpdate = &LastUpdate{
-		Generation: cur.Generation, Name: cur.Name, Type: kind, State: "succeeded",
+		Generation: cur.Generation, ReconcileRequest: cur.ReconcileRequest, Name: cur.Name, Type: kind, State: "succeeded",
 		LastAttemptedCommit: cur.Commit, LastSuccessfulCommit: cur.Commit, LastResyncTime: metaTime(o.tick(time.Minute)),
 	}
 	s.CurrentUpdate = nil

@@ -47,7 +47,9 @@ type Stack struct {
 	Template   map[string]any
 	Generation int64
 	Commit     string
-	Status     *StackStatus
+	// Request is PKO's reconcile request annotation, the promotion's name (the template's, empty, until set).
+	Request string
+	Status  *StackStatus
 }
 
 // StackStatus is a Stack's status in the shape PKO v2.9.0 writes it (operator/api/pulumi/v1/stack_types.go
@@ -69,13 +71,19 @@ type LastUpdate struct {
 	LastSuccessfulCommit string      `json:"lastSuccessfulCommit,omitempty"`
 	LastResyncTime       metav1.Time `json:"lastResyncTime,omitempty"`
 	Failures             int64       `json:"failures,omitempty"`
+	ReconcileRequest     string      `json:"reconcileRequest,omitempty"`
 }
 
 type CurrentUpdate struct {
-	Generation int64  `json:"generation,omitempty"`
-	Name       string `json:"name,omitempty"`
-	Commit     string `json:"commit,omitempty"`
+	Generation       int64  `json:"generation,omitempty"`
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+	Name             string `json:"name,omitempty"`
+	Commit           string `json:"commit,omitempty"`
 }
+
+// reconcileRequest is the annotation PKO v2.9.0 reads as a request to run a Stack again
+// (operator/api/pulumi/shared/stack_types.go ReconcileRequestAnnotation).
+const reconcileRequest = "pulumi.com/reconciliation-request"
 
 // Object is the Stack as Argo CD's cluster cache holds it: decoded by the API machinery's unstructured
 // JSON decoder, so integers are int64, as in the controller.
@@ -84,6 +92,14 @@ func (s Stack) Object(t testing.TB) *unstructured.Unstructured {
 	obj := deepCopy(t, s.Template)
 	meta := obj["metadata"].(map[string]any)
 	meta["generation"] = s.Generation
+	if s.Request != "" {
+		annotations, _ := meta["annotations"].(map[string]any)
+		if annotations == nil {
+			annotations = map[string]any{}
+		}
+		annotations[reconcileRequest] = s.Request
+		meta["annotations"] = annotations
+	}
 	obj["spec"].(map[string]any)["commit"] = s.Commit
 	if s.Status != nil {
 		obj["status"] = s.Status

@@ -91,6 +91,27 @@ func TestAGenerationNotYetObserved(t *testing.T) {
 	})
 }
 
+// A promotion of the commit the Stack already ran (a rollback's reconcile, drift brought home) changes only
+// PKO's reconcile request: never Healthy on the previous run, until PKO ran the Stack again for it.
+func TestTheSameCommitPromotedAgain(t *testing.T) {
+	forEachStack(t, func(s *scenario) {
+		s.op.Promote("c1")
+		s.op.RunAgain("stage.01-first")
+		s.op.StartRun("run-1")
+		s.op.RunSucceeded(s.kind)
+		s.expect("first promotion succeeded", "Healthy")
+		s.op.RunAgain("stage.02-again")
+		s.expect("promoted again, not yet run", "Progressing", "reconcile request stage.02-again")
+		s.op.StartRun("run-2")
+		s.expect("running again", "Progressing", "stack is being processed")
+		s.op.RunFailed(s.kind, "error: drift")
+		s.expect("the run again failed", "Progressing", "failed 1 of at most 4 times", "error: drift")
+		s.op.StartRun("run-3")
+		s.op.RunSucceeded(s.kind)
+		s.expect("the run again succeeded", "Healthy")
+	})
+}
+
 // A failing run is retried, Progressing with its error, until PKO gives up after the 4th attempt: then, and
 // only then, Degraded.
 func TestFailedOnceRetryingThenPastTheRetryLimit(t *testing.T) {

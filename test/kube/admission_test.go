@@ -126,10 +126,13 @@ func (in *installation) dryRun(o *unstructured.Unstructured) error {
 	return err
 }
 
-// promoted is the Stack as a promotion leaves it on its stage's branch: with the Freight's commit.
+// promoted is the Stack as a promotion leaves it on its stage's branch: with the Freight's commit, and PKO's
+// reconcile request set to the promotion's name (pulumi-kubernetes-operator v2.9.0
+// operator/api/pulumi/shared/stack_types.go ReconcileRequestAnnotation), which may be any string.
 func promoted(s *unstructured.Unstructured) *unstructured.Unstructured {
 	c := s.DeepCopy()
 	_ = unstructured.SetNestedField(c.Object, strings.Repeat("5", 40), "spec", "commit")
+	_ = unstructured.SetNestedField(c.Object, c.GetName()+".01jdzq8k3c5v.a1b2c3", "metadata", "annotations", "pulumi.com/reconciliation-request")
 	return c
 }
 

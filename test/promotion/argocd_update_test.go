@@ -21,6 +21,7 @@ func promoteWithArgoCD(t *testing.T, r *Remote, stage, commit string, phases []a
 	t.Helper()
 	f := freightAt(t, r, commit)
 	e := NewEngine(kargoPlan(t), map[string]string{r.URL: r.Dir}, NewFreightStore(f))
+	previewedEverywhere(t, e, f)
 	apps, err := e.Applications()
 	if err != nil {
 		t.Fatal(err)

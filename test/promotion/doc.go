@@ -12,18 +12,19 @@
 //
 // Ours, models of upstream code the Go proxy does not serve buildable (Kargo's runner and API packages import
 // its `api` module), each following the upstream file named beside it:
-//   - engine.go: the local promotion orchestrator (pkg/promotion/local_orchestrator.go, evaluator.go), task
-//     inflation (pkg/api/promotion.go), the step actor (pkg/api/annotations.go), step aliases
-//     (api/v1alpha1/promotion_types.go);
+//   - engine.go and conditions.go: the local promotion orchestrator (pkg/promotion/local_orchestrator.go,
+//     evaluator.go, a step's `if` included), task inflation (pkg/api/promotion.go), the step actor
+//     (pkg/api/annotations.go), step aliases (api/v1alpha1/promotion_types.go);
 //   - registry.go: runner registration and config validation (pkg/promotion/runner/builtin/validation.go);
 //   - one file per step runner: copy.go, file_write.go, git_clear.go, git_clone.go, git_commit.go,
-//     git_push.go, set_metadata.go, yaml_update.go, argocd_update.go, each naming the runner it follows in
-//     pkg/promotion/runner/builtin (file_copier.go, git_cloner.go, argocd_updater.go, ...);
+//     git_push.go, set_metadata.go, yaml_update.go, argocd_update.go, fail.go, each naming the runner it
+//     follows in pkg/promotion/runner/builtin (file_copier.go, git_cloner.go, argocd_updater.go, ...);
 //   - argocd_apps.go: the live Applications and a stand-in for Argo CD's application controller ending each
 //     sync operation (argo-cd v3.4.4 controller/appcontroller.go setOperationState): Kargo's argocd-update
 //     only reads the operation state it records;
 //   - functions.go and freight.go: the Freight functions (pkg/expressions/function/functions.go) and Freight
-//     metadata as the API server stores it (api/v1alpha1/freight_types.go);
+//     metadata as the API server stores it (api/v1alpha1/freight_types.go); stage_metadata.go: Stage metadata
+//     and stageMetadata() (api/v1alpha1/stage_types.go);
 //   - availability.go: Stage.IsFreightAvailable and the control-flow Stages (joins)
 //     (api/v1alpha1/stage_types.go, pkg/controller/stages/control_flow_stages.go).
 //

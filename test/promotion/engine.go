@@ -23,8 +23,9 @@ type Engine struct {
 	Kargo *plan.Project
 	// Remotes is where each repository URL the steps name lives on this machine (a bare repository).
 	Remotes map[string]string
-	// Freight is the API server's view of the project's Freight metadata.
+	// Freight is the API server's view of the project's Freight metadata; Stages, of its Stages' (stage_metadata.go).
 	Freight *FreightStore
+	Stages  *FreightStore
 	// GitUser is the controller's git identity (controllerGitUser); an error finding it fails git-clone.
 	GitUser    git.User
 	gitUserErr error
@@ -40,7 +41,7 @@ type Engine struct {
 
 func NewEngine(kargo *plan.Project, remotes map[string]string, freight *FreightStore) *Engine {
 	user, err := controllerGitUser(kargo)
-	return &Engine{Kargo: kargo, Remotes: remotes, Freight: freight, GitUser: user, gitUserErr: err}
+	return &Engine{Kargo: kargo, Remotes: remotes, Freight: freight, Stages: stageStore(kargo), GitUser: user, gitUserErr: err}
 }
 
 // Promotion is what a Promotion object tells the engine: into which Stage, which Freight, created by whom.
@@ -71,8 +72,9 @@ type StepRecord struct {
 
 // Result is a finished promotion: every step that ran, and the shared state (outputs by alias).
 type Result struct {
-	Steps []StepRecord
-	State map[string]any
+	Promotion string
+	Steps     []StepRecord
+	State     map[string]any
 }
 
 // Step is the record of the step with that alias (or kind), nil if it did not run.
@@ -96,11 +98,12 @@ type taskRef struct {
 	Name string `json:"name"`
 }
 
-// step is a PromotionStep as the plan emits it. Fields the harness does not run (if, retry,
-// continueOnError) are refused rather than ignored.
+// step is a PromotionStep as the plan emits it. Fields the harness does not run (retry, continueOnError)
+// are refused rather than ignored; `if` is conditions.go's.
 type step struct {
 	Uses   string         `json:"uses,omitempty"`
 	As     string         `json:"as,omitempty"`
+	If     string         `json:"if,omitempty"`
 	Task   *taskRef       `json:"task,omitempty"`
 	Vars   []variable     `json:"vars,omitempty"`
 	Config map[string]any `json:"config,omitempty"`
@@ -120,16 +123,6 @@ func (s step) alias(i int) string {
 
 // aliasSeparator is api.PromotionAliasSeparator: a task's steps are "<task alias>::<step alias>".
 const aliasSeparator = "::"
-
-func decodeStrict(from any, into any) error {
-	raw, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(into)
-}
 
 func (e *Engine) object(kind, name string) (*unstructured.Unstructured, error) {
 	for _, o := range e.Kargo.OfKind(kind) {
@@ -225,7 +218,7 @@ func (e *Engine) functions(stage string) (*functions, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &functions{project: e.Kargo.OfKind("Project")[0].GetName(), warehouses: map[string][]string{}, store: e.Freight, configMaps: e.ConfigMaps}
+	f := &functions{project: e.Kargo.OfKind("Project")[0].GetName(), warehouses: map[string][]string{}, store: e.Freight, stages: e.Stages, configMaps: e.ConfigMaps}
 	requested, _, _ := unstructured.NestedSlice(obj.Object, "spec", "requestedFreight")
 	for _, r := range requested {
 		var req struct {
@@ -313,9 +306,19 @@ func (e *Engine) Promote(ctx context.Context, p Promotion) (*Result, error) {
 		fns.freight = []*Freight{p.Freight}
 	}
 	project := fns.project
-	result := &Result{State: map[string]any{}}
+	result := &Result{Promotion: p.Name, State: map[string]any{}}
 	for _, s := range steps {
 		rec := StepRecord{Alias: s.As, Uses: s.Uses}
+		// A step whose `if` is false is Skipped; one whose `if` fails to evaluate is Errored (local_orchestrator.go).
+		if skip, err := e.shouldSkip(p, project, s, promoVars, result.State, fns); err != nil {
+			rec.Err, rec.Result.Status = err, StatusErrored
+			result.Steps = append(result.Steps, rec)
+			return result, fmt.Errorf("error checking if step %q should be skipped: %w", s.As, err)
+		} else if skip {
+			rec.Result.Status = StatusSkipped
+			result.Steps = append(result.Steps, rec)
+			continue
+		}
 		config, err := e.evaluate(p, project, s, promoVars, result.State, fns)
 		rec.Config = config
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -91,9 +92,9 @@ func stagesRunning(t *testing.T, e emitted) []string {
 }
 
 // evaluateInPromotion evaluates the expression as the promotion step holding it would, in the named
-// Stage: ctx, the Promotion's and the task's vars, every other step's output (git-push's as Kargo's git
+// Stage, and says whether it did (a config is not evaluated where its step's `if` is false): ctx, the Promotion's and the task's vars, every other step's output (git-push's as Kargo's git
 // client reports it) and the Freight's commit.
-func evaluateInPromotion(t *testing.T, e emitted, stage, commit string) (any, error) {
+func evaluateInPromotion(t *testing.T, e emitted, stage, commit string) (any, bool, error) {
 	t.Helper()
 	eng := NewEngine(kargoPlan(t), nil, NewFreightStore())
 	steps, promoVars, err := eng.Steps(stage)
@@ -145,11 +146,18 @@ func evaluateInPromotion(t *testing.T, e emitted, stage, commit string) (any, er
 	for _, v := range append(append([]variable{}, promoVars...), stepVars...) {
 		val, err := expressions.EvaluateTemplate(v.Value, env(p, fns.project, alias, vars, state), opts...)
 		if err != nil {
-			return nil, fmt.Errorf("var %s: %w", v.Name, err)
+			return nil, false, fmt.Errorf("var %s: %w", v.Name, err)
 		}
 		vars[v.Name] = val
 	}
-	return expressions.EvaluateTemplate(e.template, env(p, fns.project, alias, vars, state), opts...)
+	// A step's config is evaluated only where its `if` lets it run (conditions.go).
+	if own != nil && slices.Contains(e.path, "config") {
+		if skip, err := eng.shouldSkip(p, fns.project, *own, promoVars, state, fns); err != nil || skip {
+			return nil, false, err
+		}
+	}
+	v, err := expressions.EvaluateTemplate(e.template, env(p, fns.project, alias, vars, state), opts...)
+	return v, true, err
 }
 
 // evaluateInVerification evaluates a verification arg as Kargo's Stage reconciler builds the AnalysisRun
@@ -169,10 +177,17 @@ func evaluateInVerification(t *testing.T, e emitted, commit string) (any, error)
 }
 
 // The types each expression must evaluate to: strings, except a gate's record of approvals (a list of
-// actors). A new kind of expression is a string until this says otherwise.
+// actors), a step's `if`, and the maps below. A new kind of expression is a string until this says otherwise.
 func wantType(e emitted) string {
-	if e.kind == "Stage" && len(e.path) > 2 && e.path[len(e.path)-2] == "values" {
+	n := len(e.path)
+	switch {
+	case e.path[n-1] == "if":
+		return "bool" // Kargo refuses anything else (conditions.go)
+	case e.kind == "Stage" && n > 2 && e.path[n-2] == "values":
 		return "[]string"
+	// The task's Stage metadata (what a preview previews), and a step's lookup table (update → preview).
+	case e.kind == "PromotionTask" && n > 4 && (e.path[n-2] == "values" || e.path[1] == "steps" && e.path[n-3] == "vars"):
+		return "map[string]interface {}"
 	}
 	return "string"
 }
@@ -213,8 +228,13 @@ func TestEveryExpressionEvaluates(t *testing.T) {
 					t.Errorf("%s: no Stage runs it", e)
 				}
 				for _, s := range stages {
-					v, err := evaluateInPromotion(t, e, s, commit)
-					results, errs = append(results, v), append(errs, err)
+					v, ran, err := evaluateInPromotion(t, e, s, commit)
+					if ran || err != nil {
+						results, errs = append(results, v), append(errs, err)
+					}
+				}
+				if len(results) == 0 {
+					t.Errorf("%s: no Stage evaluates it (its step's `if` is false in each)", e)
 				}
 			case e.project == "kargo" && e.kind == "Stage" && strings.HasPrefix(where, "spec.verification.args."):
 				v, err := evaluateInVerification(t, e, commit)

@@ -364,6 +364,7 @@ func freightAt(t testing.TB, r *Remote, commit string) *Freight {
 func promote(t *testing.T, r *Remote, stage string, f *Freight) (*Result, error) {
 	t.Helper()
 	e := NewEngine(kargoPlan(t), map[string]string{r.URL: r.Dir}, NewFreightStore(f))
+	previewedEverywhere(t, e, f)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return e.Promote(ctx, Promotion{

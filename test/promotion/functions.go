@@ -18,6 +18,7 @@ type functions struct {
 	freight    []*Freight
 	warehouses map[string][]string // Warehouse name → the repo URLs of its git subscriptions
 	store      *FreightStore
+	stages     *FreightStore                // Stage metadata (stage_metadata.go)
 	configMaps map[string]map[string]string // the project namespace's ConfigMaps, by name
 }
 
@@ -37,6 +38,7 @@ func (f *functions) options() []expr.Option {
 		),
 		expr.Function("freightMetadata", f.freightMetadata, new(func(freightRefName string) map[string]any)),
 		expr.Function("configMap", f.configMap, new(func(name string) map[string]string)),
+		expr.Function("stageMetadata", f.stageMetadata, new(func(stageName string) map[string]any)),
 	}
 }
 

@@ -2,6 +2,7 @@ package promotion
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -107,6 +108,16 @@ func convert[T any](kind string, config map[string]any) (T, error) {
 		return zero, fmt.Errorf("could not convert config into %s config: %w", kind, err)
 	}
 	return typed, nil
+}
+
+func decodeStrict(from any, into any) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(into)
 }
 
 var (

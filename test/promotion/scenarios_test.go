@@ -58,7 +58,7 @@ func keys(m map[string]string) []string {
 
 // checkPromoted asserts what a successful promotion of the Freight's commit into the stage leaves: the
 // stage's branch (the one its Application tracks) holds exactly the manifest, the Freight's template with
-// spec.commit set to that commit as a string, running the stage's own program and stack, and the stage's
+// spec.commit set to that commit as a string and PKO's reconcile request to the promotion's name, running the stage's own program and stack, and the stage's
 // readme naming it; its newest commit is
 // the promotion's, by Kargo, and is what git-push output and argocd-update waits for.
 func checkPromoted(t *testing.T, r *Remote, stage, commit string, res *Result) {
@@ -78,6 +78,10 @@ func checkPromoted(t *testing.T, r *Remote, stage, commit string, res *Result) {
 		t.Fatalf("%s: the template at %s: %v", stage, commit, err)
 	}
 	if err := unstructured.SetNestedField(want, commit, "spec", "commit"); err != nil {
+		t.Fatal(err)
+	}
+	// And PKO's reconcile request, the promotion's name, so PKO runs the Stack again even at the same commit.
+	if err := unstructured.SetNestedField(want, res.Promotion, "metadata", "annotations", reconcileRequest); err != nil {
 		t.Fatal(err)
 	}
 	if err := yaml.Unmarshal([]byte(tree[app.Manifest]), &got); err != nil {
@@ -225,6 +229,8 @@ func TestGoingBackToOlderFreight(t *testing.T) {
 	checkBranches(t, r, stage)
 }
 
+// The same Freight again is a new run of the Stack (a rollback's reconcile, or drift brought home): the one
+// change the push carries is PKO's reconcile request, the new promotion's name (checkPromoted).
 func TestPromotingTheSameFreightAgain(t *testing.T) {
 	t.Parallel()
 	envs, _ := environmentStages(t)
@@ -233,13 +239,13 @@ func TestPromotingTheSameFreightAgain(t *testing.T) {
 	mustPromote(t, r, stage, r.A)
 	before := r.Ref(t, appOf(t, stage).Branch)
 	res := mustPromote(t, r, stage, r.A)
-	if s := res.Step("git-commit").Result.Status; s != StatusSkipped {
-		t.Errorf("git-commit %s with nothing changed, want Skipped", s)
+	if s := res.Step("git-commit").Result.Status; s != StatusSucceeded {
+		t.Errorf("git-commit %s with a new reconcile request, want Succeeded", s)
 	}
-	if after := r.Ref(t, appOf(t, stage).Branch); after != before {
-		t.Errorf("the branch moved from %s to %s with nothing to commit", before, after)
+	after := r.Ref(t, appOf(t, stage).Branch)
+	if changed := r.History(t, appOf(t, stage).Branch)[0].Changed; after == before || !slices.Equal(changed, []string{appOf(t, stage).Manifest}) {
+		t.Errorf("the branch moved from %s to %s changing %v, want a new commit of %s alone", before, after, changed, appOf(t, stage).Manifest)
 	}
-	// Argo CD is still asked to sync to, and Kargo waits for, the commit the branch is at.
 	checkPromoted(t, r, stage, r.A, res)
 }
 
@@ -260,6 +266,7 @@ func TestTwoStagesAtOnce(t *testing.T) {
 	for i, s := range stages {
 		e := NewEngine(kargoPlan(t), map[string]string{r.URL: r.Dir}, NewFreightStore())
 		p := Promotion{Name: s + ".at-once", Stage: s, Freight: freightAt(t, r, r.B), Actor: "controller:kargo", WorkDir: t.TempDir()}
+		previewedEverywhere(t, e, p.Freight)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -21,8 +21,14 @@ func setMetadata(_ context.Context, s *StepContext, cfg builtin.SetMetadataConfi
 					return StepResult{Status: StatusErrored}, fmt.Errorf("error updating metadata for Freight %q in namespace %q: %w", u.Name, s.Project, err)
 				}
 			}
+		case builtin.Stage:
+			for k, v := range u.Values {
+				if err := s.Engine.Stages.Upsert(u.Name, k, v); err != nil {
+					return StepResult{Status: StatusErrored}, fmt.Errorf("error updating metadata for Stage %q in namespace %q: %w", u.Name, s.Project, err)
+				}
+			}
 		default:
-			return StepResult{Status: StatusErrored}, fmt.Errorf("the harness records metadata on Freight only, not on a %s", u.Kind)
+			return StepResult{Status: StatusErrored}, fmt.Errorf("the harness records metadata on Freight and Stages only, not on a %s", u.Kind)
 		}
 	}
 	return StepResult{Status: StatusSucceeded}, nil

@@ -1,0 +1,84 @@
+// `npm test`: the checks in order (typecheck, lint, vitest, Renovate's check, the Go harness), stopping at the
+// first that fails, as `a && b && …` would. What waits only on the network starts beside them from the first
+// second: the Go modules each module of the harness builds with, and Renovate with the Node it runs on. On
+// empty caches those downloads otherwise come after the CPU-bound checks, one after another (docs/testing.md,
+// "How long the suite takes"). A prefetch that fails says nothing: the step that needs it downloads again and
+// reports the error itself.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import * as path from "node:path";
+import { goModuleDirs } from "./go-modules";
+
+const root = path.resolve(__dirname, "..");
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+const children = new Set<ChildProcess>();
+
+/** Runs in the background with its output discarded; resolves when it ends, however it ends. */
+function background(command: string, args: string[], cwd: string): Promise<void> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, stdio: "ignore" });
+    children.add(child);
+    child.on("error", () => resolve());
+    child.on("exit", () => {
+      children.delete(child);
+      resolve();
+    });
+  });
+}
+
+/** The checks `npm test` runs, in order, and the download each waits for first. */
+export const suiteSteps = ["typecheck", "lint", "test:vitest", "test:renovate", "test:engines"] as const;
+
+/** The downloads, started at once; each step that needs one waits for it. */
+function prefetch(): Partial<Record<(typeof suiteSteps)[number], Promise<void>>> {
+  const hasGo = spawnSync("go", ["version"], { stdio: "ignore" }).status === 0;
+  // `go mod download` with no arguments fetches the modules the main module's packages (and its `tool`
+  // block: kube-apiserver, etcd) need to build and test; one module after another, the network is shared.
+  const goModules = hasGo
+    ? goModuleDirs.reduce<Promise<void>>(
+        (previous, dir) => previous.then(() => background("go", ["mod", "download"], path.join(root, dir))),
+        Promise.resolve(),
+      )
+    : Promise.resolve();
+  const renovate = background(
+    process.execPath,
+    ["--import", "tsx", "test/renovate-check.ts", "--prefetch"],
+    root,
+  );
+  return { "test:renovate": renovate, "test:engines": goModules };
+}
+
+function stopChildren() {
+  for (const child of children) child.kill();
+}
+/** A step in the foreground, asynchronous so that the downloads beside it go on from one to the next. */
+function step(script: string): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(npm, ["run", script], { cwd: root, stdio: "inherit" });
+    child.on("error", () => resolve(1));
+    child.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+async function main() {
+  const downloads = prefetch();
+  for (const script of suiteSteps) {
+    await downloads[script];
+    const status = await step(script);
+    if (status !== 0) {
+      stopChildren();
+      process.exit(status);
+    }
+  }
+}
+
+if (require.main === module) {
+  process.on("SIGINT", () => {
+    stopChildren();
+    process.exit(130);
+  });
+  process.on("SIGTERM", () => {
+    stopChildren();
+    process.exit(143);
+  });
+  void main();
+}
