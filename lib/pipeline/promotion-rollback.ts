@@ -4,6 +4,7 @@
 // request is recorded with the promotions it covers. Pure functions over the definition.
 import type * as kargo from "../crds/generated/kargo";
 import { ancestry, programStages, runStages, type ProgramStage } from "./graph";
+import { rollbackRequestName } from "./rollback";
 import type { Pipeline } from "./schema";
 
 type TaskStep = NonNullable<kargo.PromotionTaskSpec["steps"]>[number];
@@ -24,7 +25,7 @@ export const RECONCILE_REQUEST_ANNOTATION = "pulumi.com/reconciliation-request";
 export const reconcileRequestKey = `metadata.annotations.${RECONCILE_REQUEST_ANNOTATION.replaceAll(".", "\\.")}`;
 
 /** The ConfigMap in the Kargo project's namespace that holds an environment's rollback (or reconcile) request. */
-export const rollbackRequestName = (environment: string) => `rollback-${environment}`;
+export { rollbackRequestName };
 
 /**
  * Each update stage's own preview stage (same environment and program) where the update takes Freight

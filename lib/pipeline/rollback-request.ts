@@ -7,10 +7,11 @@
 import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
 import { celLiteral } from "./cel";
 import { environmentPromoters } from "./rbac";
+import { rollbackRequestName } from "./rollback";
 import { riskPolicy, type Pipeline } from "./schema";
 
-/** The request's ConfigMap for `environment`. */
-export const rollbackRequestName = (environment: string) => `rollback-${environment}`;
+/** The request's ConfigMap for `environment` (named where the rollback is planned). */
+export { rollbackRequestName };
 
 /** What a request holds, all strings (JSON for `from` and `stages`); every one is required. */
 export const ROLLBACK_REQUEST_FIELDS = ["kind", "to", "from", "stages", "by", "message", "at"] as const;

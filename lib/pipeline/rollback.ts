@@ -2,8 +2,9 @@
 // stages to take back (each program's preview stage, then its update stage), in the order they go, who
 // decides and who starts, and the record's name. A derivation: it reads the stage graph and the names, and
 // lib/rollback.ts runs it against Kargo.
-import { environmentStages, isGate, programOrder, programStages, type ProgramStage } from "./graph";
+import { programOrder, programStages, type ProgramStage } from "./graph";
 import { names } from "./names";
+import { environmentPromoters } from "./rbac";
 import { riskPolicy, type Pipeline } from "./schema";
 
 /** One program's stages in the environment, previewed then updated. */
@@ -54,20 +55,13 @@ export function rollbackPlan(p: Pipeline, environment: string, program?: string)
     .filter((x) => covered.has(x.name))
     .reverse()
     .map((x) => stepOf(stages, environment, x.name));
-  // The gates the environment's preview stages take Freight from: their approvers let Freight into it.
-  const gates = environmentStages(p)
-    .filter((s) => s.kind === "preview" && s.environment === environment)
-    .flatMap((s) => (s.from === "warehouse" ? [] : s.from));
-  const promoters = p.stages
-    .filter(isGate)
-    .filter((g) => gates.includes(g.name))
-    .flatMap((g) => g.approvers);
   return {
     project: p.project,
     warehouse: names.warehouse,
     environment,
     deciders: riskPolicy(p.environments[environment]!).deciders,
-    promoters: [...new Set(promoters)].sort(),
+    // The approvers of the gates its preview stages take Freight from, who let Freight into it (rbac.ts).
+    promoters: environmentPromoters(p, environment).sort(),
     steps,
   };
 }
