@@ -37,6 +37,14 @@ const quantity = z
   .regex(/^\d+(m|Mi|Gi)?$/, 'must be a Kubernetes quantity such as "250m" or "640Mi"');
 const duration = z.string().regex(/^\d+(s|m|h)$/, 'must be a duration such as "10s", "5m" or "1h"');
 
+/** A duration as the schema writes it ("10s", "5m", "1h"), in seconds. */
+export const durationSeconds = (d: string) =>
+  Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
+
+/** `verification.driftInterval` turning the drift checks off. */
+export const DRIFT_OFF = "off";
+const DRIFT_ALLOWED = `must be a duration of at least "1m", such as "30m" or "1h", or "${DRIFT_OFF}" for no drift checks`;
+
 const workspaceResources = z.strictObject({
   requests: z.strictObject({ cpu: quantity, memory: quantity }),
   limits: z.strictObject({ memory: quantity }),
@@ -297,6 +305,15 @@ export const pipelineSchema = z.strictObject({
      * kargo/verification/verify.mjs), pinned to a version tag or digest, checked by check-values.ts.
      */
     image: z.string().min(1, "must be an image with a pinned tag or digest").default(VERIFICATION_IMAGE),
+    /**
+     * How often each update stage's drift check (lib/pipeline/drift.ts) previews its stack again at the
+     * commit the stage last ran, or "off" for no drift checks. PKO runs a Stack at most once a minute
+     * (v2.9.0 stack_controller.go resyncFreq), so less than "1m" would not be what runs.
+     */
+    driftInterval: z
+      .string()
+      .refine((d) => d === DRIFT_OFF || (/^\d+(s|m|h)$/.test(d) && durationSeconds(d) >= 60), DRIFT_ALLOWED)
+      .default("1h"),
   }),
 });
 
