@@ -49,7 +49,7 @@ describe("a drift check", () => {
         expect(drift.spec.serviceAccountName).not.toBe(update.spec.serviceAccountName);
         expect(drift.spec.preview).toBe(true);
         expect(drift.spec.refresh).toBe(true);
-        expect(drift.spec.destroyOnFinalize).toBeUndefined();
+        expect((drift.spec as { destroyOnFinalize?: boolean }).destroyOnFinalize).toBeUndefined();
         // What PKO v2.9.0 passes on to `pulumi preview --expect-no-changes` (lib/pipeline/drift.ts).
         expect(drift.spec.updateTemplate).toEqual({ spec: { expectNoChanges: true } });
         expect(drift.spec.continueResyncOnCommitMatch).toBe(true);
@@ -77,7 +77,9 @@ describe("a drift check", () => {
     });
     const s = driftStages(ephemeral).find((x) => x.environment === env)!;
     expect(stackManifest(ephemeral, s).spec.destroyOnFinalize).toBe(true);
-    expect(driftStackManifest(ephemeral, s).spec.destroyOnFinalize).toBeUndefined();
+    expect(
+      (driftStackManifest(ephemeral, s).spec as { destroyOnFinalize?: boolean }).destroyOnFinalize,
+    ).toBeUndefined();
   });
 
   it("is a template of stacks/ beside its stage's, synced by the stage's Application", () => {
