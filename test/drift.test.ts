@@ -7,8 +7,10 @@ import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { plannedDriftStack, stackAdmission } from "../lib/pipeline/admission";
 import { accountOf, previewServiceAccount } from "../lib/pipeline/accounts";
+import * as cloud from "../kargo/verification/cloud.mjs";
 import {
   DRIFT_CHECK_ENV,
+  DRIFT_CHECK_KEY,
   RECONCILE_REQUEST_ANNOTATION,
   driftIntervalSeconds,
   driftStackManifest,
@@ -148,6 +150,21 @@ describe("a drift check", () => {
       expect(planned.spec.preview).toBe(true);
     }
     expect(names(pipeline).length - names(off).length).toBe(driftStages(pipeline).length);
+  });
+});
+
+describe("a drift check's previews", () => {
+  it("carry the key verification leaves out: the workspace variable's name, as the Pulumi CLI records it", () => {
+    expect(DRIFT_CHECK_KEY).toBe(`pulumi.env.${DRIFT_CHECK_ENV}`);
+    // kargo/verification/cloud.mjs is dependency-free (the Job runs it as is), so it spells the key itself.
+    expect(cloud.DRIFT_CHECK_KEY).toBe(DRIFT_CHECK_KEY);
+    const env = { "git.head": "c0ffee", "exec.kind": "auto.inline" };
+    expect(cloud.isDriftCheck({ environment: { ...env, [DRIFT_CHECK_KEY]: "set" } })).toBe(true);
+    // Whatever the CLI writes as the value: a future Pulumi declaring it a boolean writes "true".
+    expect(cloud.isDriftCheck({ environment: { ...env, [DRIFT_CHECK_KEY]: "true" } })).toBe(true);
+    expect(cloud.isDriftCheck({ environment: env })).toBe(false);
+    expect(cloud.isDriftCheck({ environment: null })).toBe(false);
+    expect(cloud.isDriftCheck(null)).toBe(false);
   });
 });
 
