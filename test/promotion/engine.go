@@ -96,9 +96,10 @@ type taskRef struct {
 	Name string `json:"name"`
 }
 
-// step is a PromotionStep as the plan emits it. Fields the harness does not run (if, retry,
-// continueOnError) are refused rather than ignored.
+// step is a PromotionStep as the plan emits it. Fields the harness does not run (retry, continueOnError) are
+// refused rather than ignored; `if` is step_if.go's.
 type step struct {
+	If     string         `json:"if,omitempty"`
 	Uses   string         `json:"uses,omitempty"`
 	As     string         `json:"as,omitempty"`
 	Task   *taskRef       `json:"task,omitempty"`
@@ -315,6 +316,13 @@ func (e *Engine) Promote(ctx context.Context, p Promotion) (*Result, error) {
 	project := fns.project
 	result := &Result{State: map[string]any{}}
 	for _, s := range steps {
+		if skipped, err := e.skip(p, project, s, promoVars, result.State, fns); skipped != nil || err != nil {
+			if err != nil {
+				return result, fmt.Errorf("step %q (%s): %w", s.As, s.Uses, err)
+			}
+			result.Steps = append(result.Steps, *skipped)
+			continue
+		}
 		rec := StepRecord{Alias: s.As, Uses: s.Uses}
 		config, err := e.evaluate(p, project, s, promoVars, result.State, fns)
 		rec.Config = config
@@ -347,20 +355,9 @@ func (e *Engine) Promote(ctx context.Context, p Promotion) (*Result, error) {
 // back with go.yaml.in/yaml/v3 as Kargo reads it.
 func (e *Engine) evaluate(p Promotion, project string, s step, promoVars []variable, state map[string]any, fns *functions) (map[string]any, error) {
 	opts := fns.options()
-	vars := map[string]any{}
-	for _, v := range promoVars {
-		val, err := expressions.EvaluateTemplate(v.Value, env(p, project, "", vars, nil), opts...)
-		if err != nil {
-			return nil, fmt.Errorf("error pre-processing promotion variable %q: %w", v.Name, err)
-		}
-		vars[v.Name] = val
-	}
-	for _, v := range s.Vars {
-		val, err := expressions.EvaluateTemplate(v.Value, env(p, project, s.As, vars, state), opts...)
-		if err != nil {
-			return nil, fmt.Errorf("error pre-processing promotion variable %q: %w", v.Name, err)
-		}
-		vars[v.Name] = val
+	vars, err := stepVars(p, project, s, promoVars, state, fns)
+	if err != nil {
+		return nil, err
 	}
 	if s.Config == nil {
 		return nil, nil

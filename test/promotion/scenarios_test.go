@@ -43,6 +43,9 @@ func stageFiles(t testing.TB, stage string, res *Result) []string {
 	}
 	rel := strings.TrimPrefix(path.Clean(write.Config["path"].(string)), path.Clean(clear.Config["path"].(string))+"/")
 	files := []string{app.Manifest, rel}
+	if app.Drift != "" {
+		files = append(files, app.Drift)
+	}
 	sort.Strings(files)
 	return files
 }
@@ -87,10 +90,11 @@ func checkPromoted(t *testing.T, r *Remote, stage, commit string, res *Result) {
 		t.Errorf("%s: %s on %s is\n%s\nwant the template of %s with spec.commit %q", stage, app.Manifest, app.Branch, tree[app.Manifest], commit, commit)
 	}
 	checkRunsItsProgram(t, r, stage, commit, got)
-	readme := tree[stageFiles(t, stage, res)[0]]
-	if app.Manifest == stageFiles(t, stage, res)[0] {
-		readme = tree[stageFiles(t, stage, res)[1]]
+	if app.Drift != "" {
+		checkDriftCheck(t, r, stage, commit, tree[app.Drift], res)
 	}
+	readme := tree[strings.TrimPrefix(path.Clean(res.Step("file-write").Config["path"].(string)),
+		path.Clean(res.Step("git-clear").Config["path"].(string))+"/")]
 	if !strings.Contains(readme, "stage "+stage) || !strings.Contains(readme, commit) || strings.Contains(readme, "${{") {
 		t.Errorf("%s: the stage's readme does not name the stage and the commit:\n%s", stage, readme)
 	}
@@ -233,6 +237,15 @@ func TestPromotingTheSameFreightAgain(t *testing.T) {
 	mustPromote(t, r, stage, r.A)
 	before := r.Ref(t, appOf(t, stage).Branch)
 	res := mustPromote(t, r, stage, r.A)
+	// An update stage's drift check gets a new reconcile request (drift_test.go); nothing else changes.
+	if app := appOf(t, stage); app.Drift != "" {
+		changed := gitRun(t, r.Dir, "diff", "--name-only", before, r.Ref(t, app.Branch))
+		if changed != app.Drift {
+			t.Errorf("promoting the same Freight again changed %q, want only %s", changed, app.Drift)
+		}
+		checkPromoted(t, r, stage, r.A, res)
+		return
+	}
 	if s := res.Step("git-commit").Result.Status; s != StatusSkipped {
 		t.Errorf("git-commit %s with nothing changed, want Skipped", s)
 	}
