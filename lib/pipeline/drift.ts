@@ -24,6 +24,9 @@ export const DRIFT_CHECK_KEY = `pulumi.env.${DRIFT_CHECK_ENV}`;
 /** The annotation PKO v2.9.0 reads as a reconcile request (operator/api/pulumi/shared/stack_types.go). */
 export const RECONCILE_REQUEST_ANNOTATION = "pulumi.com/reconciliation-request";
 
+/** The drift Stack's annotation naming its environment. */
+export const DRIFT_ENVIRONMENT_ANNOTATION = "platform/environment";
+
 /** Seconds between drift checks, or undefined when `verification.driftInterval` is "off". */
 export function driftIntervalSeconds(p: Pick<Pipeline, "verification">): number | undefined {
   const interval = p.verification.driftInterval;
@@ -58,6 +61,9 @@ export function driftStackManifest(p: Pipeline, s: ProgramStage) {
         // drift is brought home at the same commit (PKO reconciles on a changed value: v2.9.0
         // stack_controller.go ReconcileRequestedPredicate). Kargo's yaml-update needs the key to exist.
         [RECONCILE_REQUEST_ANNOTATION]: "",
+        // What its Degraded health names (cluster-setup/addons/stack-health.lua): the command that brings
+        // the environment back.
+        [DRIFT_ENVIRONMENT_ANNOTATION]: s.environment,
       },
     },
     spec: {
