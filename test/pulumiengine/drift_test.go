@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pulumi/pulumi/pkg/v3/backend/backenderr"
-	"github.com/pulumi/pulumi/pkg/v3/backend/display"
+	"github.com/pulumi/pulumi/pkg/v3/display"
 	"github.com/pulumi/pulumi/pkg/v3/engine"
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
 )
@@ -86,7 +86,7 @@ func driftCheck(t *testing.T, snap *deploy.Snapshot, prog program, cloud *fakeCl
 			}
 		}
 		if p := e.ResourcePreEvent; p != nil {
-			if op := deploy.StepOp(p.Metadata.Op); op != deploy.OpSame && op != deploy.OpRefresh {
+			if op := display.StepOp(p.Metadata.Op); op != deploy.OpSame && op != deploy.OpRefresh {
 				changed = append(changed, fmt.Sprintf("%s %s", op, p.Metadata.URN[strings.LastIndex(p.Metadata.URN, "::")+2:]))
 			}
 		}
