@@ -171,6 +171,10 @@ func evaluateInVerification(t *testing.T, e emitted, commit string) (any, error)
 // The types each expression must evaluate to: strings, except a gate's record of approvals (a list of
 // actors). A new kind of expression is a string until this says otherwise.
 func wantType(e emitted) string {
+	// A step's `if` must be a bool (akuity/kargo v1.11.2 pkg/promotion/evaluator.go ShouldSkip).
+	if len(e.path) > 0 && e.path[len(e.path)-1] == "if" {
+		return "bool"
+	}
 	if e.kind == "Stage" && len(e.path) > 2 && e.path[len(e.path)-2] == "values" {
 		return "[]string"
 	}
