@@ -178,17 +178,17 @@ describe("verification.driftInterval", () => {
     expect(driftIntervalSeconds(unset)).toBe(3600);
   });
 
-  it.each(["1m", "90s", "30m", "24h"])("accepts %s", (interval) => {
+  it.each(["1m", "60s", "90s", "30m", "24h", "168h", "10080m"])("accepts %s", (interval) => {
     expect(driftIntervalSeconds(validatePipeline(withVerification({ driftInterval: interval })))).toBe(
       durationSeconds(interval),
     );
   });
 
-  it.each(["30s", "59s", "0", "0m", "1d", "hourly", "", "OFF"])(
+  it.each(["30s", "59s", "0", "0m", "1d", "hourly", "", "OFF", "169h", "99999999999h", "1h30m"])(
     "refuses %j, naming the field and what is allowed",
     (interval) => {
       expect(problemsOf(withVerification({ driftInterval: interval }))).toMatch(
-        /verification\.driftInterval: must be a duration of at least "1m", such as "30m" or "1h", or "off" for no drift checks/,
+        /verification\.driftInterval: must be a duration from "1m" to "168h", such as "30m" or "1h", or "off" for no drift checks/,
       );
     },
   );

@@ -43,7 +43,9 @@ export const durationSeconds = (d: string) =>
 
 /** `verification.driftInterval` turning the drift checks off. */
 export const DRIFT_OFF = "off";
-const DRIFT_ALLOWED = `must be a duration of at least "1m", such as "30m" or "1h", or "${DRIFT_OFF}" for no drift checks`;
+/** The longest drift interval: a week. */
+const DRIFT_MAX_SECONDS = 168 * 3600;
+const DRIFT_ALLOWED = `must be a duration from "1m" to "168h", such as "30m" or "1h", or "${DRIFT_OFF}" for no drift checks`;
 
 const workspaceResources = z.strictObject({
   requests: z.strictObject({ cpu: quantity, memory: quantity }),
@@ -312,7 +314,12 @@ export const pipelineSchema = z.strictObject({
      */
     driftInterval: z
       .string()
-      .refine((d) => d === DRIFT_OFF || (/^\d+(s|m|h)$/.test(d) && durationSeconds(d) >= 60), DRIFT_ALLOWED)
+      .refine(
+        (d) =>
+          d === DRIFT_OFF ||
+          (/^\d+(s|m|h)$/.test(d) && durationSeconds(d) >= 60 && durationSeconds(d) <= DRIFT_MAX_SECONDS),
+        DRIFT_ALLOWED,
+      )
       .default("1h"),
   }),
 });
