@@ -1,8 +1,11 @@
 // The bottom of the pipeline library: the shape of a pipeline definition (its zod schema, with defaults), the
-// types everything above reads, and the error every check raises. It imports nothing of the pipeline, so
-// any file may import it.
+// types everything above reads, and the error every check raises. It imports nothing of the pipeline but
+// drift-interval.ts, which imports nothing, so any file may import it.
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { driftInterval } from "./drift-interval";
+
+export { DRIFT_OFF, durationSeconds } from "./drift-interval";
 
 /** Pulumi Cloud's own API (Pulumi Cloud REST API docs, "Endpoint URL"). */
 export const PULUMI_CLOUD_API = "https://api.pulumi.com";
@@ -36,16 +39,6 @@ const quantity = z
   .string()
   .regex(/^\d+(m|Mi|Gi)?$/, 'must be a Kubernetes quantity such as "250m" or "640Mi"');
 const duration = z.string().regex(/^\d+(s|m|h)$/, 'must be a duration such as "10s", "5m" or "1h"');
-
-/** A duration as the schema writes it ("10s", "5m", "1h"), in seconds. */
-export const durationSeconds = (d: string) =>
-  Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[d.slice(-1) as "s" | "m" | "h"];
-
-/** `verification.driftInterval` turning the drift checks off. */
-export const DRIFT_OFF = "off";
-/** The longest drift interval: a week. */
-const DRIFT_MAX_SECONDS = 168 * 3600;
-const DRIFT_ALLOWED = `must be a duration from "1m" to "168h", such as "30m" or "1h", or "${DRIFT_OFF}" for no drift checks`;
 
 const workspaceResources = z.strictObject({
   requests: z.strictObject({ cpu: quantity, memory: quantity }),
@@ -307,20 +300,8 @@ export const pipelineSchema = z.strictObject({
      * kargo/verification/verify.mjs), pinned to a version tag or digest, checked by check-values.ts.
      */
     image: z.string().min(1, "must be an image with a pinned tag or digest").default(VERIFICATION_IMAGE),
-    /**
-     * How often each update stage's drift check (lib/pipeline/drift.ts) previews its stack again at the
-     * commit the stage last ran, or "off" for no drift checks. PKO runs a Stack at most once a minute
-     * (v2.9.0 stack_controller.go resyncFreq), so less than "1m" would not be what runs.
-     */
-    driftInterval: z
-      .string()
-      .refine(
-        (d) =>
-          d === DRIFT_OFF ||
-          (/^\d+(s|m|h)$/.test(d) && durationSeconds(d) >= 60 && durationSeconds(d) <= DRIFT_MAX_SECONDS),
-        DRIFT_ALLOWED,
-      )
-      .default("1h"),
+    /** How often each update stage's drift check (lib/pipeline/drift.ts) runs again, or "off" for none. */
+    driftInterval,
   }),
 });
 
