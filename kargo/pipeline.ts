@@ -97,5 +97,7 @@ export const pipeline: PipelineInput = {
     previewTimeout: "15m",
     updateTimeout: "45m",
     pageSize: 10,
+    // How often each update stage's drift check previews its stack again ("off": none): docs/operate.md#drift.
+    driftInterval: "1h",
   },
 };

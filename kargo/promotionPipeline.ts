@@ -16,7 +16,12 @@ import {
   stageSpec,
   warehouseSpec,
 } from "../lib/pipeline/promotion";
-import { stackAdmission, stackAdmissionName, stageAdmissionName } from "../lib/pipeline/admission";
+import {
+  driftAdmissionName,
+  stackAdmission,
+  stackAdmissionName,
+  stageAdmissionName,
+} from "../lib/pipeline/admission";
 import { approvalAdmission, approvalAdmissionOf } from "../lib/pipeline/approval-admission";
 import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { verificationAccess } from "../lib/pipeline/verification-access";
@@ -322,7 +327,11 @@ export class PromotionPipeline extends pulumi.ComponentResource {
               script,
               ...templates,
               ...(application ? [application] : []),
-              ...[bindings.get(stageAdmissionName(p, s.name))].filter((b) => b !== undefined),
+              // An update stage's branch also holds its drift check, under a binding of its own.
+              ...[
+                bindings.get(stageAdmissionName(p, s.name)),
+                bindings.get(driftAdmissionName(p, s.name)),
+              ].filter((b) => b !== undefined),
               unplanned,
               approvals.get(approvalsOf(s.name))!,
               ...cache,

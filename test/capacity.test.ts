@@ -4,13 +4,14 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { allocatable, capacity, snapshotControllerPods } from "../lib/capacity";
 import { concurrentStages } from "../lib/pipeline/concurrency";
 import { programStages } from "../lib/pipeline/graph";
-import { MAX_ENVIRONMENTS, MAX_PROGRAMS, type Pipeline } from "../lib/pipeline/schema";
+import { MAX_ENVIRONMENTS, MAX_PROGRAMS, durationSeconds, type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import {
   burstShortfall,
   capacityTable,
   capacityShortfall,
   chartDefaults,
+  driftShortfall,
   plannedCapacity,
   type PlannedCapacity,
 } from "../lib/cli/plan/capacity";
@@ -282,6 +283,37 @@ describe("capacity of the fixed base", () => {
     if (held >= 1) expect(counts.some((n) => n <= held)).toBe(true);
     for (const [i, n] of [held, held + 1].filter((n) => n >= 1 && n <= MAX_ENVIRONMENTS).entries())
       expect(counts[1 + i]).toBe(n);
+  });
+
+  it("counts the drift checks: a workspace per update stage every interval, at worst all at once beside one Freight's", () => {
+    const off = plannedCapacity(plans, {
+      ...pipeline,
+      verification: { ...pipeline.verification, driftInterval: "off" },
+    });
+    expect(off.drift.checks).toBe(0);
+    expect(off.drift.runsPerDay).toBe(0);
+    expect(capacityTable(off)).toContain("Drift checks are off");
+    for (const [shape, interval] of [
+      [pipeline, "1h"],
+      [largestShape(1), "10m"],
+    ] as const) {
+      // Validated already: only the interval changes, to one the schema takes.
+      const p: Pipeline = { ...shape, verification: { ...shape.verification, driftInterval: interval } };
+      const c = plannedCapacity(plans, p);
+      const updates = programStages(p).filter((s) => s.kind === "update").length;
+      expect(c.drift.checks).toBe(updates);
+      expect(c.drift.runsPerDay).toBe(Math.round((updates * 86400) / durationSeconds(interval)));
+      expect(c.drift.atOnce).toBe(c.concurrent + updates);
+      expect(c.drift.burst.workspaces).toBe(Math.max(0, c.concurrent + updates - c.baseWorkspaces));
+      const held = c.baseWorkspaces + c.drift.burst.perNode * c.drift.burst.allowedNodes;
+      expect(driftShortfall(c.drift) === undefined, `${c.drift.atOnce} at once`).toBe(c.drift.atOnce <= held);
+      expect(capacityTable(c)).toContain(`${c.drift.runsPerDay} runs a day`);
+    }
+    // The largest pipeline's checks, all at once, are more than the burst limits hold: it says so.
+    const largest = plannedCapacity(plans, largestShape(1));
+    expect(driftShortfall(largest.drift)).toContain(
+      `${largest.drift.atOnce} at once when every check coincides`,
+    );
   });
 
   it("is the table docs/capacity-and-cost.md shows (run `npm run docs` after changing the pipeline or the nodes)", () => {

@@ -9,7 +9,14 @@ import { policyResourceName, previewPolicy, updatePolicy } from "../lib/pipeline
 import { accountOf, accountRoleName, namedAccounts } from "../lib/pipeline/accounts";
 import { programStages } from "../lib/pipeline/graph";
 import { applicationNotice, notifyKeys } from "../lib/pipeline/notify";
-import { names, stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
+import {
+  driftManifestFile,
+  hasDriftCheck,
+  names,
+  stackManifestFile,
+  stackObjectName,
+  stageBranch,
+} from "../lib/pipeline/names";
 import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
 import { approverGroups } from "../lib/pipeline/rbac";
 import { type Pipeline } from "../lib/pipeline/schema";
@@ -123,7 +130,12 @@ describe("kargo project", () => {
         repoURL: pipeline.source.repoURL,
         targetRevision: stageBranch(s.name),
         path: ".",
-        directory: { include: stackManifestFile(s.name) },
+        // An update stage's branch also holds its drift check (test/drift.test.ts).
+        directory: {
+          include: hasDriftCheck(pipeline, s)
+            ? `{${stackManifestFile(s.name)},${driftManifestFile(s.name)}}`
+            : stackManifestFile(s.name),
+        },
       });
     }
     // One tracked branch and one manifest per Application: no stage of one program deploys another's.

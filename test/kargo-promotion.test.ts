@@ -5,8 +5,14 @@ import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { programStages, runStages } from "../lib/pipeline/graph";
-import { stackManifestFile, stackObjectName, stageBranch } from "../lib/pipeline/names";
-import { promotionTaskSpec } from "../lib/pipeline/promotion";
+import {
+  driftManifestFile,
+  hasDriftCheck,
+  stackManifestFile,
+  stackObjectName,
+  stageBranch,
+} from "../lib/pipeline/names";
+import { DRIFT_CHECK_VAR, promotionTaskSpec } from "../lib/pipeline/promotion";
 import { type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesObjects } from "../lib/cli/plan/output";
@@ -34,6 +40,9 @@ describe("kargo project", () => {
         "fail",
         "git-clone",
         "git-clear",
+        "copy",
+        "yaml-update",
+        // An update stage's drift check beside its Stack (test/drift.test.ts).
         "copy",
         "yaml-update",
         "file-write",
@@ -123,10 +132,11 @@ describe("kargo project", () => {
       visit(objects);
       // Not a map's: its values stay strings inside the JSON Kargo reads it from (a preview's `previewing`).
       const whole = strings.filter(
-        (t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t) && !t.startsWith("${{ {"),
+        (t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit/.test(t) && !t.startsWith("${{ {"),
       );
-      // git-clone's commit, yaml-update's value, argocd-update's revision, each program stage's verification arg.
-      expect(whole.length).toBe(3 + programStages(pipeline).length);
+      // git-clone's commit, yaml-update's value (the stage's and its drift check's), argocd-update's revision,
+      // each program stage's verification arg.
+      expect(whole.length).toBe(4 + programStages(pipeline).length);
       for (const t of whole) expect(t).toMatch(/^\$\{\{ quote\(.*\) \}\}$/);
     });
 
@@ -134,8 +144,12 @@ describe("kargo project", () => {
       const task = ofKind("PromotionTask")[0]!;
       const app = step("argocd-update").config.apps[0];
       for (const s of programStages(pipeline)) {
+        // An update stage tells the task to write its drift check too (test/drift.test.ts).
         expect(stage(s.name).spec.promotionTemplate.spec.steps).toEqual([
-          { task: { kind: "PromotionTask", name: task.metadata.name } },
+          {
+            task: { kind: "PromotionTask", name: task.metadata.name },
+            ...(hasDriftCheck(pipeline, s) ? { vars: [{ name: DRIFT_CHECK_VAR, value: "true" }] } : {}),
+          },
         ]);
         const appName = app.name
           .replace("${{ ctx.project }}", pipeline.project)
@@ -150,7 +164,11 @@ describe("kargo project", () => {
           repoURL: pipeline.source.repoURL,
           targetRevision: stageBranch(s.name),
           path: ".",
-          directory: { include: stackManifestFile(s.name) },
+          directory: {
+            include: hasDriftCheck(pipeline, s)
+              ? `{${stackManifestFile(s.name)},${driftManifestFile(s.name)}}`
+              : stackManifestFile(s.name),
+          },
         });
         // The template the task copies from the Freight's commit is committed.
         expect(

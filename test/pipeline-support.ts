@@ -8,7 +8,8 @@ import { expect } from "vitest";
 import { pipeline as defaultPipeline } from "../kargo/pipeline";
 import { defaultRepoRoot } from "../lib/pipeline/check-repository";
 import { programStages } from "../lib/pipeline/graph";
-import { stackManifestFile } from "../lib/pipeline/names";
+import { driftManifestFile, stackManifestFile } from "../lib/pipeline/names";
+import { driftStages } from "../lib/pipeline/drift";
 import {
   PipelineError,
   type EnvironmentStage,
@@ -23,8 +24,14 @@ export const base = defaultPipeline;
 // Names taken from kargo/pipeline.ts, so that these rules hold whatever environments and programs it declares.
 export const basePipeline = validatePipeline(base);
 export const environmentStages = basePipeline.stages.filter((s): s is EnvironmentStage => s.kind !== "gate");
-/** The Stack manifest of every program's stage of every environment stage, as `npm run stacks` writes them. */
-export const stackFiles = programStages(basePipeline).map((s) => stackManifestFile(s.name));
+/**
+ * The Stack manifest of every program's stage of every environment stage, and of each update stage's drift
+ * check, as `npm run stacks` writes them.
+ */
+export const stackFiles = [
+  ...programStages(basePipeline).map((s) => stackManifestFile(s.name)),
+  ...driftStages(basePipeline).map((s) => driftManifestFile(s.name)),
+];
 export const firstEnv = Object.keys(basePipeline.environments)[0]!;
 export const firstStack = basePipeline.environments[firstEnv]!.pulumiStack;
 export const lastStack = Object.values(basePipeline.environments).at(-1)!.pulumiStack;

@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import { accountOf, previewServiceAccount } from "../lib/pipeline/accounts";
 import { programStages, type ProgramStage } from "../lib/pipeline/graph";
-import { stackManifestFile, stackObjectName } from "../lib/pipeline/names";
+import { driftManifestFile, stackManifestFile, stackObjectName } from "../lib/pipeline/names";
+import { driftStages } from "../lib/pipeline/drift";
 import { promotionTaskSpec } from "../lib/pipeline/promotion";
 import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
 import { stackManifest, workspaceEnv } from "../lib/pipeline/stack-manifest";
@@ -35,13 +36,14 @@ describe("stacks/", () => {
   const manifestOf = (stage: string) =>
     YAML.parse(fs.readFileSync(path.join(dir, stackManifestFile(stage)), "utf8")) as Obj;
 
-  it("holds exactly the templates the pipeline generates, one per program stage (run `npm run stacks` after editing kargo/pipeline.ts)", () => {
+  it("holds exactly the templates the pipeline generates, one per program stage and a drift check per update stage (run `npm run stacks` after editing kargo/pipeline.ts)", () => {
     const expected = renderStacks(pipeline);
     expect(yamlFiles()).toEqual([...expected.keys()].sort());
     expect(yamlFiles()).toEqual(
-      programStages(pipeline)
-        .map((s) => stackManifestFile(s.name))
-        .sort(),
+      [
+        ...programStages(pipeline).map((s) => stackManifestFile(s.name)),
+        ...driftStages(pipeline).map((s) => driftManifestFile(s.name)),
+      ].sort(),
     );
     for (const [file, content] of expected) {
       expect(fs.readFileSync(path.join(dir, file), "utf8"), file).toBe(content);
@@ -127,8 +129,10 @@ describe("stacks/", () => {
 
   it("runs every Stack under the IRSA ServiceAccount with the token Secret and a pinned image, without AWS keys", () => {
     const stages = programStages(pipeline);
-    expect(manifests()).toHaveLength(stages.length);
+    expect(manifests()).toHaveLength(stages.length + driftStages(pipeline).length);
     for (const m of manifests()) {
+      // A drift check runs as the read-only identity, like a preview (test/drift.test.ts).
+      const drift = m.metadata.labels["app.kubernetes.io/component"] === "drift-check";
       expect(m.metadata.name.length).toBeLessThanOrEqual(MAX_STACK_NAME);
       expect(m.metadata.namespace).toBe(pipeline.stacks.namespace);
       expect(m.metadata.annotations["argocd.argoproj.io/sync-options"]).toBe("Prune=false,Delete=false");
@@ -137,7 +141,7 @@ describe("stacks/", () => {
       expect(stage, m.metadata.name).toBeDefined();
       // A preview in a named account runs as that account's preview identity (docs/accounts.md).
       expect(m.spec.serviceAccountName).toBe(
-        stage.kind === "preview"
+        stage.kind === "preview" || drift
           ? previewServiceAccount(
               pipeline.stacks.serviceAccountName,
               accountOf(pipeline.environments, stage.environment),
@@ -260,17 +264,25 @@ describe("stacks/", () => {
   it("holds spec.commit as a scalar the promotion's yaml-update can replace", () => {
     // Kargo's yaml-update rewrites only a key path that reaches an existing scalar and fails the promotion
     // with "key path not found" otherwise (akuity/kargo v1.11.2 pkg/yaml/yaml.go, findScalarNode).
-    const steps = promotionTaskSpec(pipeline, "argocd").steps;
-    const keys = steps
-      .filter((s) => s.uses === "yaml-update")
-      .flatMap((s) => (s.config as any).updates.map((u: any) => u.key));
-    // And PKO's reconcile request, an annotation whose name holds a dot Kargo reads escaped (pkg/sjson/split_key.go).
-    expect(keys).toEqual(["spec.commit", "metadata.annotations.pulumi\\.com/reconciliation-request"]);
-    for (const file of yamlFiles()) {
+    const steps = promotionTaskSpec(pipeline, "argocd").steps.filter((s) => s.uses === "yaml-update");
+    // Kargo's key syntax: `.` separates, `\.` is a dot inside a key (akuity/kargo v1.11.2 pkg/sjson/split_key.go).
+    const split = (key: string) => key.split(/(?<!\\)\./).map((k) => k.replaceAll("\\.", "."));
+    const stageFile = stackManifestFile("${{ ctx.stage }}");
+    const driftFile = driftManifestFile("${{ ctx.stage }}");
+    const updated = [
+      ...programStages(pipeline).map((s) => ({ stage: s, file: stackManifestFile(s.name), as: stageFile })),
+      ...driftStages(pipeline).map((s) => ({ stage: s, file: driftManifestFile(s.name), as: driftFile })),
+    ];
+    expect(updated.map((u) => u.file).sort()).toEqual(yamlFiles());
+    for (const { file, as } of updated) {
+      const mine = steps.filter((s) => path.posix.basename((s.config as any).path) === as);
+      const keys = mine.flatMap((s) => (s.config as any).updates.map((u: any) => u.key as string));
+      expect(keys, file).toContain("spec.commit");
+      // And PKO's reconcile request, so that promoting the same Freight again runs it again.
+      expect(keys, file).toContain("metadata.annotations.pulumi\\.com/reconciliation-request");
       const doc = YAML.parseDocument(fs.readFileSync(path.join(dir, file), "utf8"));
       for (const key of keys) {
-        const at = key.split(/(?<!\\)\./).map((part: string) => part.replaceAll("\\.", "."));
-        expect(YAML.isScalar(doc.getIn(at, true)), `${file}: ${key} is a scalar`).toBe(true);
+        expect(YAML.isScalar(doc.getIn(split(key), true)), `${file}: ${key} is a scalar`).toBe(true);
       }
     }
   });

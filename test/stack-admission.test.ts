@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
 import {
   ARGOCD_TRACKING_ANNOTATION,
+  driftAdmissionName,
   plannedStacks,
   stackAdmission,
   stackAdmissionName,
@@ -14,7 +15,8 @@ import {
 } from "../lib/pipeline/admission";
 import { CEL_MAX_EXPRESSION_CODE_POINTS, celLiteral, codePoints } from "../lib/pipeline/cel";
 import { programStages } from "../lib/pipeline/graph";
-import { stackObjectName } from "../lib/pipeline/names";
+import { driftName, stackObjectName } from "../lib/pipeline/names";
+import { driftStages } from "../lib/pipeline/drift";
 import { MAX_PROGRAM_STAGES, type Pipeline } from "../lib/pipeline/schema";
 import { stackManifest } from "../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../lib/pipeline/validate";
@@ -57,7 +59,7 @@ describe("the Stack admission policies", () => {
       const o = planned.find((x) => key(x) === key(d))!;
       expect({ metadata: o.metadata, spec: o.spec }).toEqual({ metadata: d.metadata, spec: d.spec });
     }
-    expect(derived).toHaveLength(2 * programStages(pipeline).length + 2);
+    expect(derived).toHaveLength(2 * (programStages(pipeline).length + driftStages(pipeline).length) + 2);
   });
 
   it("bind each stage's policy to its Stack's name alone, and the other one to every name no stage plans, in the stacks namespace only", () => {
@@ -65,14 +67,26 @@ describe("the Stack admission policies", () => {
       const objects = stackAdmission(p) as Obj[];
       const bindings = objects.filter((o) => o.kind === "ValidatingAdmissionPolicyBinding");
       const namespaceSelector = { matchLabels: { "kubernetes.io/metadata.name": p.stacks.namespace } };
-      const names = programStages(p).map((s) => stackObjectName(p, s.name));
-      for (const s of programStages(p)) {
-        const b = bindings.find((o) => o.metadata.name === stageAdmissionName(p, s.name))!;
-        expect(b.spec.policyName).toBe(stageAdmissionName(p, s.name));
+      // Each program stage's Stack, and each update stage's drift check (lib/pipeline/drift.ts).
+      const bound = [
+        ...programStages(p).map((s) => ({
+          policy: stageAdmissionName(p, s.name),
+          stack: stackObjectName(p, s.name),
+        })),
+        ...driftStages(p).map((s) => ({
+          policy: driftAdmissionName(p, s.name),
+          stack: stackObjectName(p, driftName(s.name)),
+        })),
+      ];
+      expect(driftStages(p).length).toBeGreaterThan(0);
+      const names = bound.map((b) => b.stack);
+      for (const { policy, stack } of bound) {
+        const b = bindings.find((o) => o.metadata.name === policy)!;
+        expect(b.spec.policyName).toBe(policy);
         expect(b.spec.validationActions).toEqual(["Deny"]);
         expect(b.spec.matchResources.namespaceSelector).toEqual(namespaceSelector);
         expect(b.spec.matchResources.resourceRules).toEqual([
-          expect.objectContaining({ resources: ["stacks"], resourceNames: [stackObjectName(p, s.name)] }),
+          expect.objectContaining({ resources: ["stacks"], resourceNames: [stack] }),
         ]);
       }
       const others = bindings.find((o) => o.metadata.name === stackAdmissionName(p))!;

@@ -62,7 +62,7 @@ const prelude = [
   `{{- $environment := ${get(notifyKeys.environment)} -}}`,
   `{{- $kargo := ${get(notifyKeys.kargoProjectUrl)} -}}`,
   `{{- $stack := ${get(notifyKeys.stackUrl)} -}}`,
-  '{{- $commit := "" -}}{{- $promotion := "" -}}{{- $reason := "" -}}{{- $by := "" -}}',
+  '{{- $commit := "" -}}{{- $promotion := "" -}}{{- $reason := "" -}}{{- $by := "" -}}{{- $drift := false -}}',
   '{{- with .app.status -}}{{- with .sync -}}{{- $commit = .revision | default "" -}}{{- end -}}{{- end -}}',
   "{{- with .app.status -}}{{- with .operationState -}}",
   '{{- $reason = .message | default "" -}}',
@@ -84,6 +84,8 @@ const degradedReason = [
   '{{- $reason = "" -}}',
   '{{- with .app.status -}}{{- range .resources -}}{{- with .health -}}{{- if eq (.status | default "") "Degraded" -}}',
   '{{- $reason = printf "%s %s" $reason (.message | default "Degraded") | trim -}}',
+  // A drift check's (stack-health.lua starts its message so): resources changed outside Pulumi.
+  '{{- if hasPrefix "drift: " (.message | default "") -}}{{- $drift = true -}}{{- end -}}',
   "{{- end -}}{{- end -}}{{- end -}}{{- end -}}",
 ].join("\n");
 
@@ -93,7 +95,10 @@ const texts: Record<TemplateName, { slack: string; extra?: string }> = {
   },
   "stage-degraded": {
     extra: degradedReason,
-    slack: `:rotating_light: ${s("$program")} in ${s("$environment")}: the Stack of stage ${s("$stage")} at branch commit ${s("$commit")} is Degraded (the Pulumi Kubernetes Operator stopped retrying): ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Stage: ${s("$stageUrl")} Pulumi: ${s("$stack")}`,
+    // Drift (lib/pipeline/drift.ts) is said as drift, with the command that brings it back.
+    slack:
+      `{{- if $drift -}}:warning: ${s("$program")} in ${s("$environment")}: drift. Stage ${s("$stage")}'s drift check found its stack changed outside Pulumi since branch commit ${s("$commit")}: ${s("$reason")}\nBring it back, through the preview stop: npm run rollback -- ${s("$environment")} --reconcile\nStage: ${s("$stageUrl")} Pulumi: ${s("$stack")}` +
+      `{{- else -}}:rotating_light: ${s("$program")} in ${s("$environment")}: the Stack of stage ${s("$stage")} at branch commit ${s("$commit")} is Degraded (the Pulumi Kubernetes Operator stopped retrying): ${s("$reason")}\nPromotion: ${s("$promotionUrl")} Stage: ${s("$stageUrl")} Pulumi: ${s("$stack")}{{- end -}}`,
   },
 };
 
@@ -108,6 +113,7 @@ const fields = [
   "promotionUrl",
   "stageUrl",
   "stack",
+  "drift",
 ];
 
 function template(name: TemplateName): string {

@@ -5,6 +5,7 @@
 --                last run succeeded.
 --   Degraded     the operator stopped (Stalled): a run failed a 4th time, the workspace failed to install,
 --                or the spec is invalid. Nothing happens until the spec changes.
+--   Degraded     a drift check's preview failed: drift, said at once (see below).
 --   Progressing  anything else, including a failed run PKO will retry, and a workspace pod that never
 --                starts (its git fetch or image pull failing): PKO reports no more than "waiting for
 --                workspace readiness" then, so the message says since when and which pod to look at.
@@ -79,6 +80,31 @@ local function lastError()
     return "; last error: " .. message
   end
   return ""
+end
+
+-- A drift check (lib/pipeline/drift.ts): a preview Stack whose runs expect no changes (its spec, which the
+-- admission policy holds to the plan), run again at the same commit every interval. Its preview failing is
+-- what it exists to say, so Degraded at once, naming the Stack, with the CLI's output (the resources it would
+-- change back, and "no changes were expected" when that is why). PKO's own answer to a concurrent update
+-- (pulumi-kubernetes-operator v2.9.0 agent/pkg/server/pulumi_errors.go) is no drift: PKO retries it.
+local driftCheck = field(obj, "spec", "preview") == true and
+  field(obj, "spec", "updateTemplate", "spec", "expectNoChanges") == true
+if driftCheck and failedNow and last.type == "preview" and
+  text(last.message) ~= "Another update is currently in progress" then
+  return { status = "Degraded", message = "drift: drift check " .. shown(field(obj, "metadata", "name")) ..
+    " of stage " .. shown(field(obj, "metadata", "labels", "app.kubernetes.io/instance")) ..
+    " found Pulumi stack " .. shown(field(obj, "spec", "stack")) .. " no longer as program commit " ..
+    shown(field(obj, "spec", "commit")) .. " left it (changed outside Pulumi), or could not check it: " ..
+    "bring it back with `npm run rollback -- " .. shown(field(obj, "metadata", "annotations", "platform/environment")) ..
+    " --reconcile`, through the preview stop" ..
+    lastError() .. " (workspace pod " .. pod .. ")" }
+end
+-- Checking again at the generation its last check passed (every interval, or on a reconcile request): still
+-- Healthy, so the stage does not turn Progressing every interval.
+local reconcilingNow = condition("Reconciling")
+if driftCheck and last ~= nil and last.state == "succeeded" and last.generation == generation and
+  reconcilingNow ~= nil and reconcilingNow.status == "True" then
+  return { status = "Healthy", message = "drift check running again; the last one found no drift" }
 end
 
 local stalled = condition("Stalled")

@@ -16,6 +16,16 @@ export class NotYet extends Error {}
 export const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
+ * The key of an operation's `environment` that marks a drift check's preview (lib/pipeline/drift.ts
+ * DRIFT_CHECK_KEY: the Pulumi CLI records a `PULUMI_*` variable of the workspace as `pulumi.env.<NAME>`).
+ */
+export const DRIFT_CHECK_KEY = "pulumi.env.PULUMI_PLATFORM_DRIFT_CHECK";
+
+/** Whether an operation Pulumi Cloud lists is a drift check's, never a promotion's. */
+export const isDriftCheck = (op) =>
+  isObject(op) && isObject(op.environment) && DRIFT_CHECK_KEY in op.environment;
+
+/**
  * The most pages of one operation's events read before giving up: far beyond any stack the platform
  * documents (a page holds hundreds of events), and a bound on a server that keeps answering new tokens.
  */

@@ -24,7 +24,7 @@
 // INTERVAL and TIMEOUT (durations such as 10s, 15m),
 // PAGE_SIZE, ERROR_LIMIT, PULUMI_ACCESS_TOKEN (from the Secret), JOB_NAME (its Job's, from the pod's label).
 
-import { cloudClient, isObject, NotFound, NotYet } from "./cloud.mjs";
+import { cloudClient, isDriftCheck, isObject, NotFound, NotYet } from "./cloud.mjs";
 import {
   Incomplete,
   compare,
@@ -98,11 +98,15 @@ const stackName = config.stack.join("/");
 const cloud = cloudClient({ api: config.api, stack: config.stack, token: config.token });
 const short = config.commit.slice(0, 12);
 
-/** The operations of the promoted commit: `git.head` as PKO's workspace records it, and a start time. */
+/**
+ * The operations of the promoted commit: `git.head` as PKO's workspace records it, and a start time. A drift
+ * check previews the same commit on the same stack every interval; its previews are never a promotion's.
+ */
 const isOurs = (op) =>
   isObject(op) &&
   isObject(op.environment) &&
   op.environment["git.head"] === config.commit &&
+  !isDriftCheck(op) &&
   typeof op.startTime === "number";
 
 /** The newest by start time, however the list is sorted; a retry's result replaces the first try's. */

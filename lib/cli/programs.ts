@@ -1,7 +1,8 @@
 // `npm run programs [-- --environment NAME] [--changed]`: the promoted programs of kargo/pipeline.ts and
 // their update stages, as JSON, for the workflows. preview.yml previews each program whose files a pull
 // request changes (`--changed` reads the changed paths, one a line, on stdin) against one environment's stack
-// (`--environment`); drift.yml previews each update stage's stack at the commit it last promoted.
+// (`--environment`); `stages` lists each update stage with its stack, for a person or a script (the stages'
+// drift is checked in the cluster: lib/pipeline/drift.ts).
 import { withoutSourceMaps } from "./plan/fast-start";
 import * as fs from "node:fs";
 import { parseArgs } from "node:util";

@@ -27,7 +27,8 @@
 import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
 import { CEL_MAX_EXPRESSION_CODE_POINTS, celLiteral, codePoints } from "./cel";
 import { programStages, type ProgramStage } from "./graph";
-import { stackObjectName, stageBranch } from "./names";
+import { driftName, stackObjectName, stageBranch } from "./names";
+import { driftStackManifest, driftStages } from "./drift";
 import { PipelineError, type Pipeline } from "./schema";
 import { stackManifest } from "./stack-manifest";
 
@@ -71,6 +72,25 @@ export function plannedStack(p: Pipeline, s: ProgramStage): PlannedStack {
   };
 }
 
+/**
+ * An update stage's drift check (lib/pipeline/drift.ts): applied by the update stage's own Application, from
+ * its branch, and held to its plan like the stage's Stack, under its own policy and binding.
+ */
+export function plannedDriftStack(p: Pipeline, s: ProgramStage): PlannedStack {
+  const manifest = driftStackManifest(p, s);
+  const { [PROMOTED_FIELD]: _promoted, ...spec } = manifest.spec;
+  return {
+    stage: s.name,
+    application: stackObjectName(p, s.name),
+    name: manifest.metadata.name,
+    spec: JSON.parse(JSON.stringify(spec)) as Record<string, unknown>,
+  };
+}
+
+/** The policy (and binding) of an update stage's drift check. */
+export const driftAdmissionName = (p: Pick<Pipeline, "project">, stage: string) =>
+  stageAdmissionName(p, driftName(stage));
+
 /** What each Application may apply, by Application. */
 export function plannedStacks(p: Pipeline): Record<string, PlannedStack> {
   return Object.fromEntries(
@@ -109,8 +129,8 @@ const SPEC_CHANGES = {
 const tracking = `object.metadata.?annotations[?'${ARGOCD_TRACKING_ANNOTATION}'].orValue('')`;
 
 /** One stage's policy: its Stack is applied by its Application and is its planned Stack, apart from the commit. */
-function stagePolicy(p: Pipeline, planned: PlannedStack) {
-  return denyPolicy(p, stageAdmissionName(p, planned.stage), [stacksRule], {
+function stagePolicy(p: Pipeline, planned: PlannedStack, name = stageAdmissionName(p, planned.stage)) {
+  return denyPolicy(p, name, [stacksRule], {
     matchConditions: [SPEC_CHANGES],
     variables: [
       { name: "application", expression: `${tracking}.split(':')[0]` },
@@ -150,8 +170,12 @@ function stagePolicy(p: Pipeline, planned: PlannedStack) {
  */
 export function stackAdmission(p: Pipeline) {
   const ns = p.stacks.namespace;
-  const planned = Object.values(plannedStacks(p));
-  const policies = planned.map((s) => ({ s, policy: stagePolicy(p, s) }));
+  const drift = driftStages(p).map((s) => plannedDriftStack(p, s));
+  const planned = [...Object.values(plannedStacks(p)), ...drift];
+  const policies = [
+    ...Object.values(plannedStacks(p)).map((s) => ({ s, policy: stagePolicy(p, s) })),
+    ...drift.map((s) => ({ s, policy: stagePolicy(p, s, driftAdmissionName(p, s.stage)) })),
+  ];
   const tooLong = policies.filter(({ policy }) =>
     policy.spec.variables.some((v) => codePoints(v.expression) > CEL_MAX_EXPRESSION_CODE_POINTS),
   );

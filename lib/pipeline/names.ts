@@ -2,7 +2,7 @@
 // PKO Stacks, the GitHub repository. Checks refuse definitions that would clash with them and derivation
 // builds objects with them, so they sit below both.
 import * as path from "node:path";
-import { PipelineError, type Pipeline } from "./schema";
+import { DRIFT_OFF, PipelineError, type Pipeline } from "./schema";
 
 /** Names of the objects every pipeline has exactly one of. */
 export const names = {
@@ -33,6 +33,16 @@ export const stageBranch = (stageName: string) => `${stageBranchPrefix}${stageNa
 
 /** The Stack manifest's file name, in `stacks/` on main (the template) and on the stage's branch. */
 export const stackManifestFile = (stageName: string) => `${stageName}.yaml`;
+
+/**
+ * An update stage's drift check (lib/pipeline/drift.ts): its stage-like name, so its file is
+ * `<stage>-drift.yaml` and its Stack `<project>-<stage>-drift`, on the update stage's branch.
+ */
+export const driftName = (stageName: string) => `${stageName}-drift`;
+export const driftManifestFile = (stageName: string) => stackManifestFile(driftName(stageName));
+/** Whether a program stage has a drift check: an update stage, unless `verification.driftInterval` is off. */
+export const hasDriftCheck = (p: Pick<Pipeline, "verification">, s: { kind: string }) =>
+  s.kind === "update" && p.verification.driftInterval !== DRIFT_OFF;
 
 /** A program's stack config file for an environment, in the program's folder, moved by the same Freight. */
 export const stackConfigFile = (

@@ -4,7 +4,15 @@
 import { createHash } from "node:crypto";
 import type * as kargo from "../crds/generated/kargo";
 import { isProgramStage, programStages, runStages, upstreamOf, type RunStage } from "./graph";
-import { names, stackManifestFile, stageBranch, stageBranchFile } from "./names";
+import {
+  driftManifestFile,
+  hasDriftCheck,
+  names,
+  stackManifestFile,
+  stageBranch,
+  stageBranchFile,
+} from "./names";
+import { RECONCILE_REQUEST_ANNOTATION } from "./drift";
 import type { Pipeline } from "./schema";
 import { verificationNotice } from "./notify";
 import { stopApprovalPrefix, stopApprovalStages } from "./events";
@@ -144,6 +152,8 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
       { name: "repoURL", value: p.source.repoURL },
       { name: "stacksDir", value: p.stacks.dir },
       { name: "argocdNamespace", value: argocdNamespace },
+      // "true" only from an update stage with a drift check (stageSpec passes it): driftCheckSteps.
+      { name: DRIFT_CHECK_VAR, value: "false" },
     ],
     steps: [
       // Rollback: an update stage runs only the Freight its preview stage previews now (promotion-rollback.ts).
@@ -180,6 +190,7 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
           ],
         },
       },
+      ...driftCheckSteps(commit),
       {
         uses: "file-write",
         config: {
@@ -213,6 +224,47 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
       ...previewingStep(p),
     ],
   };
+}
+
+/** The PromotionTask variable an update stage with a drift check sets to "true". */
+export const DRIFT_CHECK_VAR = "driftCheck";
+
+/**
+ * Drift (lib/pipeline/drift.ts): an update stage's promotion also writes its drift check's Stack beside
+ * its own, from the same Freight's commit, pinned to the same commit, so the check always previews what the
+ * stage last ran. Its reconcile request is the promotion's name: a check that stopped on drift (PKO retries
+ * a failed run only until a spec or source change) runs again after the promotion that brings it home, at
+ * the same commit. Other stages skip these steps (Kargo's step `if:`, akuity/kargo v1.11.2
+ * pkg/promotion/evaluator.go ShouldSkip); a commit from before drift checks has no such template, and the
+ * copy fails before anything is pushed.
+ */
+function driftCheckSteps(commit: string): kargo.PromotionTaskSpec["steps"] {
+  const { freight, stage } = names.checkout;
+  const manifest = driftManifestFile("${{ ctx.stage }}");
+  // The var's value is evaluated too and may come back a bool: compare its text.
+  const onlyWithDriftCheck = `\${{ string(vars.${DRIFT_CHECK_VAR}) == "true" }}`;
+  return [
+    {
+      uses: "copy",
+      if: onlyWithDriftCheck,
+      config: { inPath: `${freight}/\${{ vars.stacksDir }}/${manifest}`, outPath: `${stage}/${manifest}` },
+    },
+    {
+      uses: "yaml-update",
+      if: onlyWithDriftCheck,
+      config: {
+        path: `${stage}/${manifest}`,
+        updates: [
+          { key: "spec.commit", value: commit },
+          // Kargo's key syntax escapes the dots inside a key (akuity/kargo v1.11.2 pkg/sjson/split_key.go).
+          {
+            key: `metadata.annotations.${RECONCILE_REQUEST_ANNOTATION.replaceAll(".", "\\.")}`,
+            value: quoted("ctx.promotion"),
+          },
+        ],
+      },
+    },
+  ];
 }
 
 /** The stage branch's PIPELINE-STAGE.md, rewritten by every promotion beside the stage's manifest. */
@@ -326,7 +378,16 @@ export function stageSpec(p: Pipeline, s: RunStage): kargo.StageSpec {
   }
   return {
     requestedFreight: requestedFreight(s),
-    promotionTemplate: { spec: { steps: [{ task: { kind: "PromotionTask", name: names.promotionTask } }] } },
+    promotionTemplate: {
+      spec: {
+        steps: [
+          {
+            task: { kind: "PromotionTask", name: names.promotionTask },
+            ...(hasDriftCheck(p, s) ? { vars: [{ name: DRIFT_CHECK_VAR, value: "true" }] } : {}),
+          },
+        ],
+      },
+    },
     verification: {
       analysisTemplates: [{ kind: "AnalysisTemplate", name: analysisTemplateName(s) }],
       args: [

@@ -1,8 +1,11 @@
 // The bottom of the pipeline library: the shape of a pipeline definition (its zod schema, with defaults), the
-// types everything above reads, and the error every check raises. It imports nothing of the pipeline, so
-// any file may import it.
+// types everything above reads, and the error every check raises. It imports nothing of the pipeline but
+// drift-interval.ts, which imports nothing, so any file may import it.
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { driftInterval } from "./drift-interval";
+
+export { DRIFT_OFF, durationSeconds } from "./drift-interval";
 
 /** Pulumi Cloud's own API (Pulumi Cloud REST API docs, "Endpoint URL"). */
 export const PULUMI_CLOUD_API = "https://api.pulumi.com";
@@ -297,6 +300,8 @@ export const pipelineSchema = z.strictObject({
      * kargo/verification/verify.mjs), pinned to a version tag or digest, checked by check-values.ts.
      */
     image: z.string().min(1, "must be an image with a pinned tag or digest").default(VERIFICATION_IMAGE),
+    /** How often each update stage's drift check (lib/pipeline/drift.ts) runs again, or "off" for none. */
+    driftInterval,
   }),
 });
 

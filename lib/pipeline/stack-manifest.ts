@@ -5,7 +5,7 @@ import type * as argocd from "../crds/generated/argocd";
 import type * as pko from "../crds/generated/pko";
 import { accountOf, previewServiceAccount } from "./accounts";
 import type { ProgramStage } from "./graph";
-import { stackManifestFile, stackObjectName, stageBranch } from "./names";
+import { driftManifestFile, hasDriftCheck, stackManifestFile, stackObjectName, stageBranch } from "./names";
 import { pluginCopyClaimSpec } from "./plugin-cache";
 import { RECONCILE_REQUEST_ANNOTATION } from "./promotion-rollback";
 import { canonicalResources } from "./quantity";
@@ -28,7 +28,13 @@ export function applicationSpec(
       repoURL: p.source.repoURL,
       targetRevision: stageBranch(s.name),
       path: ".",
-      directory: { include: stackManifestFile(s.name) },
+      // An update stage's branch also holds its drift check (lib/pipeline/drift.ts), synced with it; Argo CD
+      // reads `{a,b}` as either file (argo-cd v3.4.4 docs/user-guide/directory.md, Including/Excluding Files).
+      directory: {
+        include: hasDriftCheck(p, s)
+          ? `{${stackManifestFile(s.name)},${driftManifestFile(s.name)}}`
+          : stackManifestFile(s.name),
+      },
     },
     destination: { server: "https://kubernetes.default.svc", namespace: p.stacks.namespace },
     // No automated sync and no pruning: only a promotion (Kargo's argocd-update step) syncs a stage.

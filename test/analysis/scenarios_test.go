@@ -230,7 +230,7 @@ func TestVerificationPhases(t *testing.T) {
 	for _, tr := range templateRuns(t, kargo, commit) {
 		tpl, base := tr.template, tr.base
 		kind := templateKind(base)
-		for _, sc := range scenarios(kind) {
+		for _, sc := range append(scenarios(kind), driftScenarios(kind)...) {
 			if sc.updateOnly && kind != "update" {
 				continue
 			}

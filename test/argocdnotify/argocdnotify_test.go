@@ -230,6 +230,9 @@ func TestStageFailuresAnnounced(t *testing.T) {
 			if strings.Contains(text, "<!channel>") || strings.Contains(text, "<https://evil") || !strings.Contains(text, "&lt;!channel&gt;") {
 				t.Errorf("%s: Slack would read markup from the reason:\n%s", c.event, text)
 			}
+			if webhook[0]["drift"] != false {
+				t.Errorf("%s: the webhook says drift = %v for no drift check", c.event, webhook[0]["drift"])
+			}
 			// The same state seen again (Argo CD reconciles every few minutes) is not told twice.
 			apply(t, apps, processed, app, step(2*n+2))
 			if s, w := got.count(); s+w != 0 {
@@ -237,6 +240,10 @@ func TestStageFailuresAnnounced(t *testing.T) {
 				got.take()
 			}
 		}
+		checkDriftTold(t, &got, func(status map[string]any) {
+			app.Object["status"] = status
+			apply(t, apps, processed, app, step(9))
+		}, stack, want)
 	}
 }
 

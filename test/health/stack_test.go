@@ -115,7 +115,8 @@ func TestTheSameCommitPromotedAgain(t *testing.T) {
 // A failing run is retried, Progressing with its error, until PKO gives up after the 4th attempt: then, and
 // only then, Degraded.
 func TestFailedOnceRetryingThenPastTheRetryLimit(t *testing.T) {
-	forEachStack(t, func(s *scenario) {
+	// A drift check's failed run is drift, Degraded at once: drift_test.go.
+	forEachStageStack(t, func(s *scenario) {
 		s.op.Promote("c1")
 		attempts, backoff := 0, time.Duration(0)
 		for {
@@ -150,7 +151,8 @@ func TestFailedOnceRetryingThenPastTheRetryLimit(t *testing.T) {
 }
 
 func TestARetryThatSucceeds(t *testing.T) {
-	forEachStack(t, func(s *scenario) {
+	// A drift check's failed run is drift, Degraded at once: drift_test.go.
+	forEachStageStack(t, func(s *scenario) {
 		s.op.Promote("c1")
 		s.op.StartRun("run-1")
 		s.op.RunFailed(s.kind, "error: the stack is currently locked")

@@ -260,13 +260,20 @@ func (adm *stackAdmission) refused(t testing.TB, err error, name, prefix string)
 	}
 }
 
-// differentIdentities is two Stacks of the plan that run as different ServiceAccounts.
+// differentIdentities is two Stacks of the plan, applied by different Applications, that run as different
+// ServiceAccounts.
 func differentIdentities(stacks []*unstructured.Unstructured) (*unstructured.Unstructured, *unstructured.Unstructured) {
 	for _, a := range stacks {
 		for _, b := range stacks {
 			sa, _, _ := unstructured.NestedString(a.Object, "spec", "serviceAccountName")
 			sb, _, _ := unstructured.NestedString(b.Object, "spec", "serviceAccountName")
-			if sa != sb {
+			// Another stage's: an update stage's own Application also applies its drift check, which runs
+			// as the read-only identity.
+			appOf := func(o *unstructured.Unstructured) string {
+				tracking := o.GetAnnotations()[trackingAnnotation]
+				return tracking[:strings.Index(tracking, ":")+1]
+			}
+			if sa != sb && appOf(a) != appOf(b) {
 				return a, b
 			}
 		}

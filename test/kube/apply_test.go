@@ -72,14 +72,17 @@ func TestEveryObjectApplies(t *testing.T) {
 		for _, app := range kargo.OfKind("Application") {
 			include, _, _ := unstructured.NestedString(app.Object, "spec", "source", "directory", "include")
 			namespace, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
-			var stacks []*unstructured.Unstructured
-			for id, o := range admitted {
-				if strings.HasPrefix(id, "stacks/"+include+": ") && o.GetKind() == "Stack" {
-					stacks = append(stacks, o)
+			// Each file it includes (an update stage's Stack and its drift check) holds one Stack.
+			for _, file := range plan.IncludedFiles(include) {
+				var stacks []*unstructured.Unstructured
+				for id, o := range admitted {
+					if strings.HasPrefix(id, "stacks/"+file+": ") && o.GetKind() == "Stack" {
+						stacks = append(stacks, o)
+					}
 				}
-			}
-			if len(stacks) != 1 || stacks[0].GetNamespace() != namespace {
-				t.Errorf("Application %s deploys %s into %s; admitted from it: %d Stack(s)", app.GetName(), include, namespace, len(stacks))
+				if len(stacks) != 1 || stacks[0].GetNamespace() != namespace {
+					t.Errorf("Application %s deploys %s into %s; admitted from it: %d Stack(s)", app.GetName(), file, namespace, len(stacks))
+				}
 			}
 		}
 	})

@@ -40,7 +40,9 @@ func applicationsByFile(kargo *plan.Project) map[string]stageApplication {
 	for _, app := range kargo.OfKind("Application") {
 		include, _, _ := unstructured.NestedString(app.Object, "spec", "source", "directory", "include")
 		destination, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
-		out[include] = stageApplication{app.GetName(), destination}
+		for _, file := range plan.IncludedFiles(include) {
+			out[file] = stageApplication{app.GetName(), destination}
+		}
 	}
 	return out
 }

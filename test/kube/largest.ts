@@ -1,6 +1,6 @@
 // The largest pipeline the validation allows (test/largest-pipeline.ts, made from lib/pipeline/schema.ts's
 // limits), for test/kube (Go): the admission objects kargo would register for it (lib/pipeline/admission.ts,
-// the function kargo/promotionPipeline.ts calls), the Stack manifest of every program stage (what
+// the function kargo/promotionPipeline.ts calls), the Stack manifest of every program stage and drift check (what
 // `npm run stacks` writes and a promotion copies to the stage's branch) with the Application that applies
 // it, and what the plan becomes when it changes: the first stage's policy after the first program's
 // workspace image changed. Also its approval admission (lib/pipeline/approval-admission.ts, several policies
@@ -11,6 +11,7 @@ import { programStages, runStages } from "../../lib/pipeline/graph";
 import { stackObjectName } from "../../lib/pipeline/names";
 import { WORKSPACE_IMAGES } from "../../lib/pipeline/schema";
 import { stackManifest } from "../../lib/pipeline/stack-manifest";
+import { driftStackManifest, driftStages } from "../../lib/pipeline/drift";
 import { stageSpec } from "../../lib/pipeline/promotion";
 import { largestDefinition, largestPipeline } from "../largest-pipeline";
 
@@ -28,10 +29,17 @@ process.stdout.write(
   JSON.stringify({
     namespace: p.stacks.namespace,
     admission: stackAdmission(p),
-    stacks: programStages(p).map((s) => ({
-      application: stackObjectName(p, s.name),
-      manifest: stackManifest(p, s),
-    })),
+    stacks: [
+      ...programStages(p).map((s) => ({
+        application: stackObjectName(p, s.name),
+        manifest: stackManifest(p, s),
+      })),
+      // Each update stage's drift check, which the stage's own Application applies (lib/pipeline/drift.ts).
+      ...driftStages(p).map((s) => ({
+        application: stackObjectName(p, s.name),
+        manifest: driftStackManifest(p, s),
+      })),
+    ],
     approvals: {
       project: p.project,
       admission: approvalAdmission(p),

@@ -79,9 +79,10 @@ func environmentStages(t testing.TB) (envs, gates []string) {
 	return envs, gates
 }
 
-// stageApp is what Argo CD tracks for a stage: the Application authorized for it, its branch and manifest.
+// stageApp is what Argo CD tracks for a stage: the Application authorized for it, its branch and manifest,
+// and an update stage's drift check beside it (Drift, "" for none).
 type stageApp struct {
-	Name, Namespace, Branch, Manifest string
+	Name, Namespace, Branch, Manifest, Drift string
 }
 
 func appOf(t testing.TB, stage string) stageApp {
@@ -92,7 +93,12 @@ func appOf(t testing.TB, stage string) stageApp {
 		if a.GetAnnotations()["kargo.akuity.io/authorized-stage"] == project+":"+stage {
 			branch, _, _ := unstructured.NestedString(a.Object, "spec", "source", "targetRevision")
 			include, _, _ := unstructured.NestedString(a.Object, "spec", "source", "directory", "include")
-			return stageApp{Name: a.GetName(), Namespace: a.GetNamespace(), Branch: branch, Manifest: include}
+			files := plan.IncludedFiles(include)
+			app := stageApp{Name: a.GetName(), Namespace: a.GetNamespace(), Branch: branch, Manifest: files[0]}
+			if len(files) > 1 {
+				app.Drift = files[1]
+			}
+			return app
 		}
 	}
 	t.Fatalf("no Application is authorized for stage %s", stage)

@@ -43,6 +43,9 @@ func stageFiles(t testing.TB, stage string, res *Result) []string {
 	}
 	rel := strings.TrimPrefix(path.Clean(write.Config["path"].(string)), path.Clean(clear.Config["path"].(string))+"/")
 	files := []string{app.Manifest, rel}
+	if app.Drift != "" {
+		files = append(files, app.Drift)
+	}
 	sort.Strings(files)
 	return files
 }
@@ -91,10 +94,11 @@ func checkPromoted(t *testing.T, r *Remote, stage, commit string, res *Result) {
 		t.Errorf("%s: %s on %s is\n%s\nwant the template of %s with spec.commit %q", stage, app.Manifest, app.Branch, tree[app.Manifest], commit, commit)
 	}
 	checkRunsItsProgram(t, r, stage, commit, got)
-	readme := tree[stageFiles(t, stage, res)[0]]
-	if app.Manifest == stageFiles(t, stage, res)[0] {
-		readme = tree[stageFiles(t, stage, res)[1]]
+	if app.Drift != "" {
+		checkDriftCheck(t, r, stage, commit, tree[app.Drift], res)
 	}
+	readme := tree[strings.TrimPrefix(path.Clean(res.Step("file-write").Config["path"].(string)),
+		path.Clean(res.Step("git-clear").Config["path"].(string))+"/")]
 	if !strings.Contains(readme, "stage "+stage) || !strings.Contains(readme, commit) || strings.Contains(readme, "${{") {
 		t.Errorf("%s: the stage's readme does not name the stage and the commit:\n%s", stage, readme)
 	}
@@ -242,9 +246,16 @@ func TestPromotingTheSameFreightAgain(t *testing.T) {
 	if s := res.Step("git-commit").Result.Status; s != StatusSucceeded {
 		t.Errorf("git-commit %s with a new reconcile request, want Succeeded", s)
 	}
+	// The Stack, and an update stage's drift check (drift_test.go), each get a new reconcile request.
+	want := []string{appOf(t, stage).Manifest}
+	if drift := appOf(t, stage).Drift; drift != "" {
+		want = append(want, drift)
+	}
+	slices.Sort(want)
 	after := r.Ref(t, appOf(t, stage).Branch)
-	if changed := r.History(t, appOf(t, stage).Branch)[0].Changed; after == before || !slices.Equal(changed, []string{appOf(t, stage).Manifest}) {
-		t.Errorf("the branch moved from %s to %s changing %v, want a new commit of %s alone", before, after, changed, appOf(t, stage).Manifest)
+	changed := slices.Sorted(slices.Values(r.History(t, appOf(t, stage).Branch)[0].Changed))
+	if after == before || !slices.Equal(changed, want) {
+		t.Errorf("the branch moved from %s to %s changing %v, want a new commit of %v alone", before, after, changed, want)
 	}
 	checkPromoted(t, r, stage, r.A, res)
 }

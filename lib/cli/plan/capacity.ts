@@ -1,10 +1,8 @@
 // What the planned platform and this pipeline's workspaces ask of the planned nodes: the figures of the
 // capacity table of docs/capacity-and-cost.md (`npm run docs` writes it) and of test/capacity.test.ts.
 import {
-  allocatable,
   capacity,
   ebsCsiDriverPods,
-  instanceTypes,
   kubeSystemPods,
   parseQuantity,
   platformPods,
@@ -20,9 +18,13 @@ import { concurrentStages } from "../../pipeline/concurrency";
 import { programStages, type ProgramStage } from "../../pipeline/graph";
 import { stackManifest } from "../../pipeline/stack-manifest";
 import { stackObjectName } from "../../pipeline/names";
+import { driftIntervalSeconds, driftStages } from "../../pipeline/drift";
 import type { Pipeline } from "../../pipeline/schema";
 import type { ProgramPlan } from "./harness";
 import { markdownTable, replaceBetweenMarkers } from "../../markdown";
+import { burstNeed, driftSentence, spelled, type BurstNeed, type DriftNeed } from "./capacity-burst";
+
+export { driftShortfall, type BurstNeed, type DriftNeed } from "./capacity-burst";
 
 export interface PlannedCapacity {
   /** The base's pods: kube-system's, the platform's, and `baseWorkspaces` workspaces. */
@@ -37,19 +39,9 @@ export interface PlannedCapacity {
   concurrent: number;
   /** What one Freight's workspaces beyond the base ask of burst nodes. */
   burst: BurstNeed;
+  /** The update stages' drift checks (lib/pipeline/drift.ts), which run whether or not a Freight moves. */
+  drift: DriftNeed;
   report: CapacityReport;
-}
-
-/** Burst nodes of the base's instance type that one Freight's workspaces beyond the base fill, and what the NodePool allows. */
-export interface BurstNeed {
-  workspaces: number;
-  /** Workspaces one burst node holds beside its DaemonSets. */
-  perNode: number;
-  nodes: number;
-  /** The NodePool's limits (cluster-setup:burstCpuLimit, burstMemoryGiB), in vCPUs and GiB. */
-  limits: { cpu: number; memoryGiB: number };
-  /** Burst nodes those limits allow, and so the workspaces that can run on burst nodes at once. */
-  allowedNodes: number;
 }
 
 /**
@@ -132,7 +124,20 @@ export function plannedCapacity(plans: ProgramPlan[], p: Pipeline): PlannedCapac
   const maxPods = Number(cluster.nodeMaxPods);
   const concurrent = concurrentStages(p).length;
   const burstWorkspaces = Math.max(0, concurrent - baseWorkspaces);
+  const checks = driftStages(p).length;
+  const intervalSeconds = driftIntervalSeconds(p);
+  const atOnce = concurrent + checks;
+  const drift: DriftNeed = {
+    checks,
+    intervalSeconds,
+    runsPerDay: intervalSeconds ? Math.round((checks * 86400) / intervalSeconds) : 0,
+    concurrent,
+    atOnce,
+    baseWorkspaces,
+    burst: burstNeed(plans, kube, workspace, Math.max(0, atOnce - baseWorkspaces), instanceType, maxPods),
+  };
   return {
+    drift,
     groups,
     instanceType,
     nodes,
@@ -203,51 +208,6 @@ function eventRouterPods(plans: ProgramPlan[]): PodGroup[] {
   return [...bus, ...deployments];
 }
 
-/**
- * Burst nodes for `workspaces` of `workspace`'s requests, each node of the base's type (Karpenter may pick
- * another of its families) running the DaemonSets of `kube` first; and what the plan's NodePool allows.
- */
-function burstNeed(
-  plans: ProgramPlan[],
-  kube: PodGroup[],
-  workspace: PodGroup,
-  workspaces: number,
-  instanceType: string,
-  maxPods: number,
-): BurstNeed {
-  const pool = plans
-    .flatMap((plan) => plan.resources)
-    .find((r) => r.type === "kubernetes:karpenter.sh/v1:NodePool")?.inputs as
-    { spec: { limits: { cpu: string; memory: string } } } | undefined;
-  const limits = {
-    cpu: parseQuantity(pool?.spec.limits.cpu ?? "0", "cpu") / 1000,
-    memoryGiB: parseQuantity(pool?.spec.limits.memory ?? "0", "memory") / 1024,
-  };
-  const daemons = kube.filter((g) => g.kind === "DaemonSet");
-  const node = allocatable(instanceType, maxPods);
-  const free = {
-    cpu: node.cpu - daemons.reduce((n, g) => n + g.requests.cpu, 0),
-    memory: node.memory - daemons.reduce((n, g) => n + g.requests.memory, 0),
-    pods: node.pods - daemons.length,
-  };
-  const perNode = Math.max(
-    0,
-    Math.min(
-      workspace.requests.cpu ? Math.floor(free.cpu / workspace.requests.cpu) : free.pods,
-      workspace.requests.memory ? Math.floor(free.memory / workspace.requests.memory) : free.pods,
-      free.pods,
-    ),
-  );
-  const size = instanceTypes[instanceType]!;
-  return {
-    workspaces,
-    perNode,
-    nodes: perNode > 0 ? Math.ceil(workspaces / perNode) : Infinity,
-    limits,
-    allowedNodes: Math.floor(Math.min(limits.cpu / size.vcpus, limits.memoryGiB / size.memoryGiB)),
-  };
-}
-
 /** What the base lacks for the platform and `cluster:baseWorkspaces` workspaces, in figures, or undefined when it holds them. */
 export function capacityShortfall(planned: PlannedCapacity): string | undefined {
   const { report, nodes, instanceType, baseWorkspaces } = planned;
@@ -286,23 +246,6 @@ function kubeSystemDescription(groups: PodGroup[]): string {
     .map((g) => `${spelled(g.replicas)} ${g.name}`);
   return `kube-system (${daemons.join(", ")} on each node; ${deployments.join(", ")})`;
 }
-
-const NUMBERS = [
-  "no",
-  "one",
-  "two",
-  "three",
-  "four",
-  "five",
-  "six",
-  "seven",
-  "eight",
-  "nine",
-  "ten",
-  "eleven",
-  "twelve",
-];
-const spelled = (n: number) => NUMBERS[n] ?? String(n);
 
 /** The capacity table (docs/capacity-and-cost.md), laid out as prettier lays out a Markdown table. */
 export function capacityTable(planned: PlannedCapacity): string {
@@ -359,7 +302,8 @@ function burstSentence(planned: PlannedCapacity): string {
     `${spelled(planned.programStages)} program stages at once, so ${beyond}. A burst ${instanceType} ` +
     `holds ${spelled(burst.perNode)} workspaces beside its DaemonSets, and the NodePool's limits ` +
     `(${burst.limits.cpu} vCPUs, ${burst.limits.memoryGiB} GiB) allow ${spelled(burst.allowedNodes)} such ` +
-    `nodes: ${burst.perNode * burst.allowedNodes} workspaces at once beyond the base's ${spelled(baseWorkspaces)}.`
+    `nodes: ${burst.perNode * burst.allowedNodes} workspaces at once beyond the base's ${spelled(baseWorkspaces)}.` +
+    driftSentence(planned.drift)
   );
 }
 

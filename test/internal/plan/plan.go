@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -203,4 +204,14 @@ func PinnedVersion(name string) (string, error) {
 		return "", fmt.Errorf(`lib/crds/sources.ts: no pinned.%s "vX.Y.Z"`, name)
 	}
 	return string(m[1]), nil
+}
+
+// IncludedFiles are the files an Application's `directory.include` names: one file, or several as
+// `{a,b}` (argo-cd v3.4.4 docs/user-guide/directory.md; the update stages' Applications include their drift
+// check beside their Stack: lib/pipeline/stack-manifest.ts). The stage's own file comes first.
+func IncludedFiles(include string) []string {
+	if strings.HasPrefix(include, "{") && strings.HasSuffix(include, "}") {
+		return strings.Split(include[1:len(include)-1], ",")
+	}
+	return []string{include}
 }
