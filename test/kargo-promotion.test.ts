@@ -132,7 +132,7 @@ describe("kargo project", () => {
       visit(objects);
       // Not a map's: its values stay strings inside the JSON Kargo reads it from (a preview's `previewing`).
       const whole = strings.filter(
-        (t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit/.test(t) && !t.startsWith("${{ {"),
+        (t) => /^\$\{\{.*\}\}$/.test(t) && /commitFrom|\.commit\b/.test(t) && !t.startsWith("${{ {"),
       );
       // git-clone's commit, yaml-update's value (the stage's and its drift check's), argocd-update's revision,
       // each program stage's verification arg.
