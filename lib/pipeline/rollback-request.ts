@@ -24,8 +24,8 @@ export const ROLLBACK_REQUEST_KINDS = ["rollback", "reconcile"] as const;
 
 /**
  * The groups that may ask for an environment's rollback: its deciders (who let its update through) and its
- * promoters (who let Freight into it), as the API server sees a person's groups. None for an environment
- * with neither: its request is refused to everyone.
+ * promoters (who let Freight into it), by their Cognito group names. None for an environment
+ * with neither: the kargo project creates no request for it.
  */
 export const rollbackRequesters = (p: Pipeline, environment: string): string[] =>
   [
