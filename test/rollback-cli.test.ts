@@ -13,7 +13,7 @@ import { parseRollbackArgs, UsageError } from "../lib/rollback-args";
 import { standins } from "./rollback-standins";
 
 const example = validatePipeline(definition);
-const { bin, promoted, state, setUp, request, reset, onlyOnPath, restorePath } = standins(example);
+const { bin, repo, promoted, state, setUp, request, reset, onlyOnPath, restorePath } = standins(example);
 const environment = Object.keys(example.environments)[0]!;
 
 describe("npm run rollback's command line", () => {
@@ -70,6 +70,14 @@ describe("npm run rollback's command line", () => {
     const loggedOut = cli([environment, "--to", "x", "--message", "m"], [bin, ...gitOnly]);
     expect(loggedOut.status).toBe(2);
     expect(loggedOut.stderr).toContain("run kargo login");
-    for (const r of [missing, loggedOut]) expect(r.stderr).not.toMatch(/\n\s+at /);
+    reset({ ...state(), loggedOut: false, anonymous: true });
+    const nobody = cli(
+      [environment, "--to", "older", "--message", "m", "--repository", repo.root],
+      [bin, ...gitOnly],
+    );
+    expect(nobody.status).toBe(2);
+    expect(nobody.stderr).toContain("kargo's session names nobody");
+    for (const r of [missing, loggedOut, nobody]) expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(promoted()).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@
 //   freight: { <name or alias>: Freight }, stages: { <stage>: Stage status }, newest: <Freight name>, warehouse,
 //   verdicts: { <stage>: { phase, message } } (how a promotion's verification ends; default Successful),
 //   deciderStages: [<stage>...] (promoted by hand only when role is "decider"), previewStages (also by a
-//   "promoter"), role, user (the email of the session's OIDC token), loggedOut,
+//   "promoter"), role, user (the email of the session's OIDC token), anonymous (a token naming nobody), loggedOut,
 //   configMaps: { <name>: ConfigMap } (the kargo project's requests; "decider" and "promoter" write them).
 //   promotionSteps: the steps each Promotion carries (the stage's promotionTemplate).
 // Every call is appended to calls.jsonl as { tool, args, stdin }.
@@ -41,7 +41,8 @@ function kargo() {
   // pkg/cli/cmd/config/view.go: the session's config; with --raw, its OIDC ID token unmasked.
   if (args[0] === "config" && args[1] === "view") {
     const part = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
-    const claims = { sub: "0f1e2d3c", email: state.user, "cognito:groups": [state.role] };
+    // An admin's or another issuer's token may name nobody this reads (`anonymous`).
+    const claims = state.anonymous ? { iss: "kargo" } : { sub: "0f1e2d3c", email: state.user };
     const token = `${part({ alg: "RS256", typ: "JWT" })}.${part(claims)}.c2ln`;
     return print({ kind: "CLIConfig", apiAddress: "https://kargo.example.com", bearerToken: token });
   }

@@ -29,6 +29,7 @@ export interface StandinState {
   configMaps: Record<string, { data: Record<string, string> }>;
   verdicts: Record<string, unknown>;
   loggedOut?: boolean;
+  anonymous?: boolean;
 }
 
 /** The stand-ins for this test file, on PATH for its tests, and a git repository holding `p`'s templates. */
