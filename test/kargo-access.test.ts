@@ -75,7 +75,9 @@ describe("kargo project", () => {
       );
       // And the rollback request of each environment whose previews it feeds (its approvers ask for it).
       const environments = new Set(
-        pipeline.stages.filter((s) => fed(gate.name).includes(s.name)).map((s) => s.environment),
+        pipeline.stages.flatMap((s) =>
+          s.kind === "preview" && fed(gate.name).includes(s.name) ? [s.environment] : [],
+        ),
       );
       const requests = rollbackRequestRoles(pipeline)
         .filter((r) => environments.has(r.environment))
