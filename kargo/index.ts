@@ -125,6 +125,7 @@ export = async () => {
     pipeline,
     kargo: install.release,
     argocdNamespace: setup.argocdNamespace,
+    kargoNamespace: kargoChart.namespace,
     argocdProject: setup.argocdProject,
     git: {
       username: config.gitUsername,

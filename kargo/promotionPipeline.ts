@@ -43,6 +43,8 @@ export interface PromotionPipelineArgs {
   /** Kargo itself: its CRDs must exist first. */
   kargo: pulumi.Resource;
   argocdNamespace: string;
+  /** Kargo's namespace: its API server's ServiceAccount writes rollback requests for the people it authorizes. */
+  kargoNamespace: string;
   argocdProject: string;
   /**
    * `token` can push (Kargo commits each promotion); `readToken` only reads, for Argo CD and PKO, which never
@@ -348,7 +350,7 @@ export class PromotionPipeline extends pulumi.ComponentResource {
     for (const role of [...approverRoles(p), ...deciderRoles(p)]) {
       mappedRole(role, ns, inProject);
     }
-    rollbackRequests(p, ns, inProject);
+    rollbackRequests(p, ns, args.kargoNamespace, inProject);
 
     this.namespace = project.metadata.name;
     this.stageNames = [...stages.keys()];

@@ -1,5 +1,6 @@
-// What the rollback reads from and asks of Kargo and Kubernetes, through their own CLIs (`kargo`, `kubectl`),
-// as the person running it: Kargo's API server and the API server decide what that person may do. The
+// What the rollback reads from and asks of Kargo, through its own CLI (`kargo`), as the person running it:
+// Kargo's API server decides what that person may do (their Cognito groups' Kargo roles), so nothing here
+// needs the Kubernetes API server to know them. The
 // JSON read is Kargo v1.11.2's (akuity/kargo v1.11.2 api/v1alpha1/stage_types.go StageStatus:
 // freightHistory[0] is the current Freight collection, its verificationHistory[0] the newest verification;
 // lastPromotion; autoPromotionHolds; api/v1alpha1/freight_types.go: commits, alias).
@@ -20,7 +21,6 @@ export class PermissionError extends Error {}
 const install: Record<string, string> = {
   kargo:
     "install the Kargo CLI at the version of the platform (v1.11.2: github.com/akuity/kargo/releases) and put it on PATH",
-  kubectl: "install kubectl and put it on PATH",
 };
 
 /** Runs a CLI; a missing one is a {@link SetupError} saying what to install. */
@@ -58,23 +58,77 @@ export function kargo(args: string[]): unknown {
   }
 }
 
-/** Runs `kubectl`; a failure to reach the cluster is a {@link SetupError} saying how to set it up. */
-export function kubectl(args: string[], input?: string): string {
-  const r = run("kubectl", args, input);
-  if (r.status !== 0) {
-    if (/Unauthorized|no configuration|refused|current-context|credentials|logged in/i.test(r.stderr))
-      throw new SetupError(
-        `kubectl cannot reach the cluster as you: run aws eks update-kubeconfig --name <cluster> (docs/deploy.md), then again (kubectl: ${r.stderr})`,
-      );
-    throw new Error(`kubectl ${args.join(" ")} failed: ${r.stderr}`);
-  }
-  return r.stdout;
-}
-
 type Json = Record<string, unknown> | undefined;
 const obj = (v: unknown): Json =>
   typeof v === "object" && v !== null ? (v as Record<string, unknown>) : undefined;
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+
+/**
+ * Who is signed in, as the kargo CLI's session names them: the claims of the OIDC ID token it holds (`kargo
+ * config view --raw`; akuity/kargo v1.11.2 pkg/cli/config/config.go bearerToken), the token Kargo's API
+ * server authorizes each of these calls with: its email, else its user name, else its subject. Read, not
+ * verified: Kargo writes the request as itself, so its `by` is as the requester states it either way.
+ */
+export function signedIn(): string {
+  const token = str(obj(kargo(["config", "view", "--raw", "-o", "json"]))?.bearerToken);
+  const payload = token?.split(".")[1];
+  let claims: Json;
+  try {
+    claims = payload ? obj(JSON.parse(Buffer.from(payload, "base64url").toString("utf8"))) : undefined;
+  } catch {
+    claims = undefined;
+  }
+  const who = [claims?.email, claims?.preferred_username, claims?.["cognito:username"], claims?.sub]
+    .map(str)
+    .find((x) => x);
+  if (!who)
+    throw new SetupError(
+      "kargo's session names nobody (no OIDC token with an email, user name or subject): run kargo login <Kargo's address> --sso, then again",
+    );
+  return who;
+}
+
+export interface ConfigMap {
+  data: Record<string, string>;
+  /** When the API server last wrote it (its managedFields), if Kargo shows them. */
+  writtenAt?: number;
+}
+
+const configMapOf = (v: unknown): ConfigMap => {
+  const cm = obj(v);
+  const data = Object.fromEntries(
+    Object.entries(obj(cm?.data) ?? {}).flatMap(([k, x]) => (typeof x === "string" ? [[k, x]] : [])),
+  );
+  const fields = obj(cm?.metadata)?.managedFields;
+  const times = (Array.isArray(fields) ? fields : [])
+    .map((f) => Date.parse(str(obj(f)?.time) ?? ""))
+    .filter((t) => t > 0);
+  return { data, writtenAt: times.length > 0 ? Math.max(...times) : undefined };
+};
+
+/** `kargo get configmap`: a ConfigMap of the project, through Kargo's API (pkg/cli/cmd/get/configmaps.go). */
+export const getConfigMap = (project: string, name: string): ConfigMap =>
+  configMapOf(kargo(["get", "configmap", name, "--project", project, "-o", "json"]));
+
+/**
+ * The `kargo update configmap` that sets `data` on an existing ConfigMap of the project: Kargo merges it into
+ * what the ConfigMap holds and writes it as itself, once RBAC lets one of the person's Kargo role
+ * ServiceAccounts get and update it by name (akuity/kargo v1.11.2 pkg/cli/cmd/update/configmaps.go,
+ * pkg/server/patch_config_map_v1alpha1.go). It trims each value.
+ */
+export const updateConfigMapArgs = (project: string, name: string, data: Record<string, string>) => [
+  "update",
+  "configmap",
+  name,
+  "--project",
+  project,
+  ...Object.entries(data).flatMap(([k, v]) => ["--set", `${k}=${v}`]),
+  "-o",
+  "json",
+];
+
+export const updateConfigMap = (project: string, name: string, data: Record<string, string>): ConfigMap =>
+  configMapOf(kargo(updateConfigMapArgs(project, name, data)));
 
 export interface Freight {
   name: string;

@@ -2,14 +2,18 @@
 // its current Freight again (a reconcile), each program previewed against the environment's state now and
 // then updated, dependents first (lib/pipeline/rollback.ts says why); the preview's stop applies as to any
 // Freight, and the update is a decider's act. Nothing is promoted when any stage's older Stack template would
-// be refused (lib/rollback-template.ts). The record is the ConfigMap rollback-<environment>, which each
-// promotion's Kargo-Record carries into the stage branches.
+// be refused (lib/rollback-template.ts). The record is the ConfigMap rollback-<environment>, written through
+// Kargo's API as the person (the kargo project creates it empty), which each promotion's Kargo-Record carries
+// into the stage branches.
 import {
+  getConfigMap,
   getFreight,
   getStage,
-  kubectl,
   PermissionError,
   promote,
+  signedIn,
+  updateConfigMap,
+  updateConfigMapArgs,
   waitFor,
   type Outcome,
 } from "./rollback-kargo";
@@ -75,10 +79,21 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
   io.out(planText(plan, r.kind, named, freight.commit, running));
   const since = r.resume ? recordedStart(plan, freight.name, updates) : undefined;
   if (!r.resume) {
-    const by = whoami();
-    const record = recordManifest(plan, r, freight.name, running, by);
-    if (r.dryRun) io.out(`would run: kubectl apply -f - <<< ${JSON.stringify(record)}`);
-    else kubectl(["apply", "-f", "-"], JSON.stringify(record));
+    const name = rollbackRequestName(plan.environment);
+    const record = recordData(plan, r, freight.name, running, signedIn());
+    if (r.dryRun)
+      io.out(`would run: kargo ${updateConfigMapArgs(project, name, record).map(quoted).join(" ")}`);
+    else
+      try {
+        updateConfigMap(project, name, record);
+      } catch (err) {
+        if (!(err instanceof PermissionError)) throw err;
+        const who = [...new Set([...plan.deciders, ...plan.promoters])].join(", ") || "admins only";
+        io.out(
+          `${name}: Kargo refused the rollback request (${err.message}); a rollback of ${plan.environment} is asked for by a member of ${who}`,
+        );
+        return 1;
+      }
   }
   if (r.dryRun) {
     for (const s of plan.steps)
@@ -197,57 +212,44 @@ function stepState(project: string, step: RollbackStep, freight: string, since: 
 /**
  * When the rollback being continued began, from its record, which must be of the same Freight and stages: the
  * API server's time of the record's last write (its managedFields), which is the cluster's clock as Kargo's
- * promotion times are, whatever this machine's says; the record's `at` where the server shows none.
+ * promotion times are, whatever this machine's says; the record's `at` where Kargo shows none.
  */
 function recordedStart(plan: RollbackPlan, freight: string, updates: string[]): number {
   const name = rollbackRequestName(plan.environment);
-  const cm = JSON.parse(
-    kubectl(["get", "configmap", name, "-n", plan.project, "-o", "json", "--show-managed-fields"]),
-  ) as { data?: Record<string, string>; metadata?: { managedFields?: { time?: string }[] } };
-  const data = cm.data ?? {};
+  const { data, writtenAt } = getConfigMap(plan.project, name);
   const stages = JSON.parse(data.stages ?? "[]") as string[];
   if (data.to !== freight || [...stages].sort().join() !== [...updates].sort().join())
     throw new Error(
       `--continue takes on the rollback ${name} records (to ${data.to ?? "nothing"}, stages ${stages.join(", ") || "none"}), not one to ${freight} of ${updates.join(", ")}: name the same --to and --program`,
     );
-  const written = (cm.metadata?.managedFields ?? [])
-    .map((f) => Date.parse(f.time ?? ""))
-    .filter((t) => t > 0);
-  return written.length > 0 ? Math.max(...written) : Date.parse(data.at ?? "");
+  return writtenAt ?? Date.parse(data.at ?? "");
 }
 
-/** The requester's Kubernetes username: the record's `by`, which the API server holds to the writer. */
-function whoami(): string {
-  const review = JSON.parse(kubectl(["auth", "whoami", "-o", "json"])) as {
-    status?: { userInfo?: { username?: string } };
-  };
-  const name = review.status?.userInfo?.username;
-  if (!name) throw new Error("kubectl auth whoami named nobody");
-  return name;
-}
+/** A word of a command line as a shell reads it back. */
+const quoted = (word: string) =>
+  /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 
-/** The ConfigMap rollback-<environment>: kind, to, from, stages, by, message, at (all strings). */
-export function recordManifest(
+/**
+ * The request rollback-<environment>: kind, to, from, stages, by, message, at (all strings). `by` and
+ * `message` are as the requester states them (Kargo writes the request as itself); who promoted each stage is
+ * what Kargo records of each promotion.
+ */
+export function recordData(
   plan: RollbackPlan,
   r: Pick<RollbackRequest, "kind" | "message">,
   to: string,
   from: Record<string, string>,
   by: string,
   at = new Date(),
-) {
+): Record<string, string> {
   return {
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    metadata: { name: rollbackRequestName(plan.environment), namespace: plan.project },
-    data: {
-      kind: r.kind,
-      to,
-      from: JSON.stringify(from),
-      stages: JSON.stringify(plan.steps.map((s) => s.update)),
-      by,
-      message: r.message ?? "",
-      at: at.toISOString().replace(/\.\d+Z$/, "Z"),
-    },
+    kind: r.kind,
+    to,
+    from: JSON.stringify(from),
+    stages: JSON.stringify(plan.steps.map((s) => s.update)),
+    by,
+    message: r.message ?? "",
+    at: at.toISOString().replace(/\.\d+Z$/, "Z"),
   };
 }
 

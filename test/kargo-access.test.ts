@@ -19,6 +19,7 @@ import {
 } from "../lib/pipeline/names";
 import { pluginCacheObjects } from "../lib/pipeline/plugin-seed";
 import { approverGroups } from "../lib/pipeline/rbac";
+import { rollbackRequestRoles } from "../lib/pipeline/rollback-request";
 import { type Pipeline } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
 import type { ProgramPlan } from "../lib/cli/plan/harness";
@@ -74,8 +75,21 @@ describe("kargo project", () => {
           resourceNames: undefined,
         },
       ]);
-      const bindings = ofKind("RoleBinding").filter((b) => b.subjects?.[0]?.name === name);
-      expect(bindings.map((b) => b.roleRef.name).sort()).toEqual([name, "kargo-viewer"].sort());
+      const bindings = ofKind("RoleBinding").filter((b) =>
+        b.subjects?.some(
+          (s: { kind: string; name: string }) => s.kind === "ServiceAccount" && s.name === name,
+        ),
+      );
+      // And the rollback request of each environment whose previews it feeds (its approvers ask for it).
+      const environments = new Set(
+        pipeline.stages.flatMap((s) =>
+          s.kind === "preview" && fed(gate.name).includes(s.name) ? [s.environment] : [],
+        ),
+      );
+      const requests = rollbackRequestRoles(pipeline)
+        .filter((r) => environments.has(r.environment))
+        .map((r) => r.name);
+      expect(bindings.map((b) => b.roleRef.name).sort()).toEqual([name, "kargo-viewer", ...requests].sort());
     }
     // No gate approver may approve Freight past verification (`kargo approve` patches freights/status);
     // only destructive-change approvers may, for their environment's update stage (destructive-changes.test).

@@ -10,7 +10,9 @@ import {
   rollbackRequestName,
   rollbackRequestRoles,
 } from "../lib/pipeline/rollback-request";
+import { approverRoles, deciderRoles } from "../lib/pipeline/rbac";
 import { riskPolicy, type Pipeline } from "../lib/pipeline/schema";
+import { platformNamespaces } from "../lib/namespaces";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { kubernetesReachChanges } from "../lib/cli/plan/diff-reach";
 import type { ProjectPlan } from "../lib/cli/plan/diff";
@@ -61,32 +63,52 @@ describe("who may ask for an environment's rollback", () => {
     }
   });
 
-  it("lets them create ConfigMaps and read, change or delete their own environment's request, nothing else", () => {
+  it("lets their Kargo role ServiceAccounts (and groups) read and rewrite their own environment's request, by name, nothing else", () => {
     for (const p of forks()) {
       for (const role of rollbackRequestRoles(p)) {
-        const named = role.rules.filter((r) => r.resourceNames);
-        const unnamed = role.rules.filter((r) => !r.resourceNames);
-        for (const r of role.rules) {
-          expect(r.apiGroups, role.name).toEqual([""]);
-          expect(r.resources, role.name).toEqual(["configmaps"]);
-        }
-        // RBAC cannot name an object on create: the admission policy holds it to the request.
-        expect(unnamed.flatMap((r) => r.verbs)).toEqual(["create"]);
-        expect(named.flatMap((r) => r.resourceNames)).toEqual([rollbackRequestName(role.environment)]);
-        expect(named.flatMap((r) => r.verbs).sort()).toEqual(["delete", "get", "patch", "update"]);
+        // RBAC cannot name an object on create: the kargo project creates each request, nobody else.
+        expect(role.rules).toEqual([
+          {
+            apiGroups: [""],
+            resources: ["configmaps"],
+            resourceNames: [rollbackRequestName(role.environment)],
+            verbs: ["get", "patch", "update"].sort(),
+          },
+        ]);
+        // The accounts Kargo maps exactly these groups onto (rbac.ts): each account's groups are requesters.
+        const mapped = [...approverRoles(p), ...deciderRoles(p)];
+        const want = mapped
+          .filter((r) => {
+            const groups = JSON.parse(r.serviceAccount.annotations["rbac.kargo.akuity.io/claims"]!)[
+              "cognito:groups"
+            ] as string[];
+            return "gate" in r
+              ? environmentStages(p).some(
+                  (s) =>
+                    s.kind === "preview" &&
+                    s.environment === role.environment &&
+                    s.from !== "warehouse" &&
+                    s.from.includes(r.gate),
+                )
+              : r.environment === role.environment && groups.length > 0;
+          })
+          .map((r) => r.serviceAccount.name)
+          .sort();
+        expect(role.serviceAccounts, role.name).toEqual(want);
+        expect(role.serviceAccounts.length, role.name).toBeGreaterThan(0);
       }
     }
   });
 
   it("judges every ConfigMap write in the project's namespace, failing closed, in expressions the API server compiles at any size", () => {
     for (const p of forks()) {
-      const [policy, binding] = rollbackRequestAdmission(p) as unknown as [Obj, Obj];
+      const [policy, binding] = rollbackRequestAdmission(p, "kargo") as unknown as [Obj, Obj];
       expect(policy.spec.failurePolicy).toBe("Fail");
       expect(policy.spec.matchConstraints.resourceRules).toEqual([
         {
           apiGroups: [""],
           apiVersions: ["v1"],
-          operations: ["CREATE", "UPDATE", "DELETE"],
+          operations: ["CREATE", "UPDATE"],
           resources: ["configmaps"],
         },
       ]);
@@ -143,8 +165,8 @@ describe("who may ask for an environment's rollback", () => {
       }
     });
 
-    it("declares the policy, its binding, and each Role bound to its groups as Kubernetes groups", () => {
-      for (const o of rollbackRequestAdmission(pipeline)) {
+    it("declares the policy, its binding, each empty request, and each Role bound to its Kargo role ServiceAccounts and groups", () => {
+      for (const o of rollbackRequestAdmission(pipeline, platformNamespaces.kargo)) {
         const planned = ofKind(o.kind).find((x) => x.metadata.name === o.metadata.name);
         expect(planned?.spec, o.metadata.name).toEqual(o.spec);
       }
@@ -153,9 +175,20 @@ describe("who may ask for an environment's rollback", () => {
         expect(planned.metadata.namespace).toBe(pipeline.project);
         expect(planned.rules).toEqual(role.rules);
         const binding = ofKind("RoleBinding").find((b) => b.roleRef?.name === role.name)!;
-        expect(binding.subjects).toEqual(
-          role.groups.map((name) => ({ kind: "Group", apiGroup: "rbac.authorization.k8s.io", name })),
+        expect(binding.subjects).toEqual([
+          ...role.serviceAccounts.map((name) => ({
+            kind: "ServiceAccount",
+            name,
+            namespace: pipeline.project,
+          })),
+          ...role.groups.map((name) => ({ kind: "Group", apiGroup: "rbac.authorization.k8s.io", name })),
+        ]);
+        // Each request exists, empty, for Kargo's API to rewrite (it updates, never creates, what it names).
+        const request = ofKind("ConfigMap").find(
+          (c) => c.metadata.name === rollbackRequestName(role.environment),
         );
+        expect(request?.metadata.namespace, role.environment).toBe(pipeline.project);
+        expect(request?.data ?? {}).toEqual({});
       }
     });
   });

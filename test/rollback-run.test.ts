@@ -1,6 +1,6 @@
-// `npm run rollback` run against stand-in `kargo` and `kubectl` executables on PATH (test/rollback-standins.ts):
-// Kargo's API server cannot run here, so the stand-ins record each call and answer with Kargo v1.11.2's JSON.
-// What is checked is what the rollback asks of Kargo and the API server, in what order, and when it stops:
+// `npm run rollback` run against a stand-in `kargo` executable on PATH (test/rollback-standins.ts): Kargo's
+// API server cannot run here, so the stand-in records each call and answers with Kargo v1.11.2's JSON.
+// What is checked is what the rollback asks of Kargo, in what order, and when it stops:
 // a preview that passes, one that stops and a decider then continuing, an update Kargo refuses for permission,
 // a template refused before anything is promoted, a reconcile, the holds lifted.
 import { describe, expect, it } from "vitest";
@@ -19,10 +19,22 @@ const example = validatePipeline(definition);
 const { repo, calls, promoted, state, setUp, request, reset } = standins(example);
 const lines: string[] = [];
 const io = { out: (l: string) => lines.push(l) };
+/** The `kargo update configmap` calls, each with the data its `--set`s write. */
+const requestWrites = () =>
+  calls()
+    .filter((c) => c.args[0] === "update" && c.args[1] === "configmap")
+    .map((c) => ({
+      args: c.args,
+      data: Object.fromEntries(
+        c.args.flatMap((a, i) =>
+          c.args[i - 1] === "--set" ? [[a.split("=")[0]!, a.slice(a.indexOf("=") + 1)]] : [],
+        ),
+      ),
+    }));
 const stopMessage = (stage: string) =>
   `the preview of abc on org/x/dev stops on loss: 1 resource(s)\n  delete aws:s3/bucket:Bucket (loss) in ${stage}`;
 
-describe("npm run rollback against Kargo's and kubectl's answers", () => {
+describe("npm run rollback against Kargo's answers", () => {
   const environment = Object.keys(example.environments)[0]!;
 
   it("records the request, then previews and updates each program, dependents first", () => {
@@ -30,16 +42,14 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     const plan = setUp(example, environment);
     expect(rollback(example, request(environment, { to: "older-alias" }), io)).toBe(0);
     expect(promoted()).toEqual(plan.steps.flatMap((s) => [s.preview, s.update]));
-    // The record goes first, with who asked as the API server knows them.
+    // The request goes first, through Kargo, into the kargo project's ConfigMap, by whom Kargo's session names.
     const first = calls().findIndex((c) => c.tool === "kargo" && c.args[0] === "promote");
-    const apply = calls().findIndex((c) => c.tool === "kubectl" && c.args[0] === "apply");
-    expect(apply).toBeGreaterThanOrEqual(0);
-    expect(apply).toBeLessThan(first);
-    const record = JSON.parse(calls()[apply]!.stdin!) as {
-      metadata: { name: string; namespace: string };
-      data: Record<string, string>;
-    };
-    expect(record.metadata).toEqual({ name: rollbackRequestName(environment), namespace: example.project });
+    const write = calls().findIndex((c) => c.args[0] === "update" && c.args[1] === "configmap");
+    expect(write).toBeGreaterThanOrEqual(0);
+    expect(write).toBeLessThan(first);
+    const { args } = requestWrites()[0]!;
+    expect(args.slice(2, 5)).toEqual([rollbackRequestName(environment), "--project", example.project]);
+    const record = { data: state().configMaps[rollbackRequestName(environment)]!.data };
     expect(record.data).toMatchObject({
       kind: "rollback",
       to: "older",
@@ -101,7 +111,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     reset(saved);
     expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
     expect(promoted()).toEqual([first!.update, ...rest.flatMap((s) => [s.preview, s.update])]);
-    expect(calls().some((c) => c.tool === "kubectl" && c.args[0] === "apply")).toBe(false);
+    expect(requestWrites()).toEqual([]);
   });
 
   it("stops when Kargo refuses the update for permission, and prints the command a decider runs", () => {
@@ -150,14 +160,15 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     expect(promoted()).toEqual([first!, ...rest].flatMap((s) => [s.preview, s.update]));
   });
 
-  it("stops when Kargo refuses the preview, naming who starts a rollback of the environment", () => {
+  it("stops before promoting anything when Kargo refuses the request, naming who may ask for a rollback", () => {
     lines.length = 0;
     const plan = setUp(example, environment, { role: "viewer" });
     expect(rollback(example, request(environment), io)).toBe(1);
-    expect(promoted()).toEqual([plan.steps[0]!.preview]);
+    expect(promoted()).toEqual([]);
+    expect(state().configMaps[rollbackRequestName(environment)]).not.toHaveProperty("data");
     const who = [...new Set([...plan.deciders, ...plan.promoters])];
     expect(who.length).toBeGreaterThan(0);
-    expect(lines.join("\n")).toContain(`Kargo refused the preview`);
+    expect(lines.join("\n")).toContain(`Kargo refused the rollback request`);
     for (const group of who) expect(lines.join("\n")).toContain(group);
   });
 
@@ -171,7 +182,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     setUp(example, environment, { commit: older });
     expect(rollback(example, request(environment), io)).toBe(1);
     expect(promoted()).toEqual([]);
-    expect(calls().filter((c) => c.tool === "kubectl")).toEqual([]);
+    expect(requestWrites()).toEqual([]);
     expect(lines.join("\n")).toContain(`(stage ${stage}): spec.refresh`);
   });
 
@@ -180,8 +191,7 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     const plan = setUp(example, environment);
     expect(rollback(example, request(environment, { kind: "reconcile", to: undefined }), io)).toBe(0);
     expect(promoted()).toEqual(plan.steps.flatMap((s) => [s.preview, s.update]));
-    const apply = calls().find((c) => c.args[0] === "apply")!;
-    expect(JSON.parse(apply.stdin!).data).toMatchObject({ kind: "reconcile", to: "current" });
+    expect(requestWrites().map((w) => w.data)).toMatchObject([{ kind: "reconcile", to: "current" }]);
   });
 
   it("with --dry-run, promotes nothing and writes nothing", () => {
@@ -189,7 +199,10 @@ describe("npm run rollback against Kargo's and kubectl's answers", () => {
     const plan = setUp(example, environment);
     expect(rollback(example, request(environment, { dryRun: true }), io)).toBe(0);
     expect(promoted()).toEqual([]);
-    expect(calls().some((c) => c.args[0] === "apply")).toBe(false);
+    expect(requestWrites()).toEqual([]);
+    expect(lines.join("\n")).toContain(
+      `would run: kargo update configmap ${rollbackRequestName(environment)}`,
+    );
     for (const s of plan.steps) expect(lines.join("\n")).toContain(`--stage ${s.update}`);
   });
 

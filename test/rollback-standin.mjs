@@ -1,15 +1,16 @@
-// Stand-ins for the `kargo` and `kubectl` CLIs that `npm run rollback` runs. They exist because Kargo's API
-// server cannot run here (its `api` module is not served to this suite, and it needs a cluster with Kargo's
-// controller behind it): each records its call and answers with the JSON Kargo v1.11.2 and kubectl print
-// (akuity/kargo v1.11.2 api/v1alpha1/stage_types.go, freight_types.go, promotion_types.go), from a state
-// file the test writes. test/rollback-run.test.ts puts them on PATH as `kargo` and `kubectl`.
+// A stand-in for the `kargo` CLI that `npm run rollback` runs. It exists because Kargo's API server cannot
+// run here (its `api` module is not served to this suite, and it needs a cluster with Kargo's controller
+// behind it): it records its call and answers with the JSON Kargo v1.11.2 prints (akuity/kargo v1.11.2
+// api/v1alpha1/stage_types.go, freight_types.go, promotion_types.go; a core ConfigMap for `get`/`update
+// configmap`, pkg/server/patch_config_map_v1alpha1.go), from a state file the test writes.
+// test/rollback-standins.ts puts it on PATH as `kargo`.
 //
-// Usage: node rollback-standin.mjs <kargo|kubectl> <state dir> <args...>. State (state.json):
+// Usage: node rollback-standin.mjs kargo <state dir> <args...>. State (state.json):
 //   freight: { <name or alias>: Freight }, stages: { <stage>: Stage status }, newest: <Freight name>, warehouse,
 //   verdicts: { <stage>: { phase, message } } (how a promotion's verification ends; default Successful),
 //   deciderStages: [<stage>...] (promoted by hand only when role is "decider"), previewStages (also by a
-//   "promoter"), role, user, loggedOut,
-//   configMaps: { <name>: ConfigMap }.
+//   "promoter"), role, user (the email of the session's OIDC token), anonymous (a token naming nobody), loggedOut,
+//   configMaps: { <name>: ConfigMap } (the kargo project's requests; "decider" and "promoter" write them).
 //   promotionSteps: the steps each Promotion carries (the stage's promotionTemplate).
 // Every call is appended to calls.jsonl as { tool, args, stdin }.
 import * as fs from "node:fs";
@@ -18,8 +19,7 @@ import * as path from "node:path";
 const [tool, dir, ...args] = process.argv.slice(2);
 const stateFile = path.join(dir, "state.json");
 const state = JSON.parse(fs.readFileSync(stateFile, "utf8"));
-const stdin = tool === "kubectl" && args.includes("-") ? fs.readFileSync(0, "utf8") : undefined;
-fs.appendFileSync(path.join(dir, "calls.jsonl"), `${JSON.stringify({ tool, args, stdin })}\n`);
+fs.appendFileSync(path.join(dir, "calls.jsonl"), `${JSON.stringify({ tool, args })}\n`);
 
 const flag = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const save = () => fs.writeFileSync(stateFile, JSON.stringify(state, null, 2));
@@ -38,6 +38,38 @@ function kargo() {
     fail(
       "seems like you are not logged in; please use `kargo login` to authenticate or set both the KARGO_API_ADDRESS and KARGO_API_TOKEN environment variables",
     );
+  // pkg/cli/cmd/config/view.go: the session's config; with --raw, its OIDC ID token unmasked.
+  if (args[0] === "config" && args[1] === "view") {
+    const part = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+    // An admin's or another issuer's token may name nobody this reads (`anonymous`).
+    const claims = state.anonymous ? { iss: "kargo" } : { sub: "0f1e2d3c", email: state.user };
+    const token = `${part({ alg: "RS256", typ: "JWT" })}.${part(claims)}.c2ln`;
+    return print({ kind: "CLIConfig", apiAddress: "https://kargo.example.com", bearerToken: token });
+  }
+  if (args[1] === "configmap" && (args[0] === "get" || args[0] === "update")) {
+    const name = args[2];
+    const cm = state.configMaps?.[name];
+    if (!cm)
+      fail(
+        `${args[0] === "get" ? "get" : "patch"} project ConfigMap: 404 Not Found: configmaps "${name}" not found`,
+      );
+    // Kargo asks RBAC about the person's Kargo role ServiceAccounts, by the ConfigMap's name.
+    if (!["decider", "promoter"].includes(state.role))
+      fail(
+        `${args[0] === "get" ? "get" : "patch"} project ConfigMap: 403 Forbidden: configmaps "${name}" is forbidden`,
+      );
+    if (args[0] === "get") return print(cm);
+    // pkg/cli/cmd/update/configmaps.go: each --set key=value, both trimmed, merged into the data.
+    for (let i = 0; i < args.length; i++)
+      if (args[i] === "--set") {
+        const [key, ...value] = args[i + 1].split("=");
+        cm.data = { ...cm.data, [key.trim()]: value.join("=").trim() };
+      }
+    // Kargo's API server writes it as itself, stamped with the API server's clock.
+    cm.metadata.managedFields = [{ manager: "kargo", operation: "Update", time: now() }];
+    save();
+    return print(cm);
+  }
   if (args[0] === "get" && args[1] === "freight") {
     const f = state.freight[flag("--name")];
     if (!f) fail(`get freight ${flag("--name")}: 404 Not Found`);
@@ -106,28 +138,5 @@ function kargo() {
   fail(`the stand-in kargo does not know: kargo ${args.join(" ")}`);
 }
 
-function kubectl() {
-  if (args[0] === "auth" && args[1] === "whoami")
-    return print({ kind: "SelfSubjectReview", status: { userInfo: { username: state.user, groups: [] } } });
-  if (args[0] === "apply") {
-    const object = JSON.parse(stdin);
-    // The API server stamps each write with its own clock.
-    object.metadata.managedFields = [
-      { manager: "kubectl-client-side-apply", operation: "Update", time: now() },
-    ];
-    state.configMaps = { ...state.configMaps, [object.metadata.name]: object };
-    save();
-    return process.stdout.write(`configmap/${object.metadata.name} configured\n`);
-  }
-  if (args[0] === "get" && args[1] === "configmap") {
-    const cm = state.configMaps?.[args[2]];
-    if (!cm) fail(`configmaps "${args[2]}" not found`);
-    // kubectl leaves managedFields out unless asked (kubectl v1.21 and later).
-    if (!args.includes("--show-managed-fields")) delete cm.metadata.managedFields;
-    return print(cm);
-  }
-  fail(`the stand-in kubectl does not know: kubectl ${args.join(" ")}`);
-}
-
 if (tool === "kargo") kargo();
-else kubectl();
+else fail(`the stand-in is kargo only, not ${tool}`);

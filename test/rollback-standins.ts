@@ -1,4 +1,4 @@
-// Stand-in `kargo` and `kubectl` on PATH for the rollback's tests (test/rollback-run.test.ts,
+// A stand-in `kargo` on PATH for the rollback's tests (test/rollback-run.test.ts,
 // test/rollback-cli.test.ts): Kargo's API server cannot run here, so test/rollback-standin.mjs records each
 // call and answers with Kargo v1.11.2's JSON from a state file this sets up. Each test file makes its own
 // (the suite shares modules between files), and puts PATH back when it is done.
@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import { repoRoot } from "../lib/cli/plan/projects";
 import type { KubeObject } from "../lib/crds/validate";
-import { rollbackPlan } from "../lib/pipeline/rollback";
+import { rollbackPlan, rollbackRequestName } from "../lib/pipeline/rollback";
 import { promotionTaskSpec } from "../lib/pipeline/promotion";
 import type { Pipeline } from "../lib/pipeline/schema";
 import type { RollbackRequest } from "../lib/rollback";
@@ -29,6 +29,7 @@ export interface StandinState {
   configMaps: Record<string, { data: Record<string, string> }>;
   verdicts: Record<string, unknown>;
   loggedOut?: boolean;
+  anonymous?: boolean;
 }
 
 /** The stand-ins for this test file, on PATH for its tests, and a git repository holding `p`'s templates. */
@@ -36,7 +37,7 @@ export function standins(p: Pipeline) {
   const standin = path.join(repoRoot, "test", "rollback-standin.mjs");
   const bin = fs.mkdtempSync(path.join(os.tmpdir(), "rollback-bin-"));
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollback-state-"));
-  for (const tool of ["kargo", "kubectl"])
+  for (const tool of ["kargo"])
     fs.writeFileSync(
       path.join(bin, tool),
       `#!/bin/sh\nexec "${process.execPath}" "${standin}" ${tool} "${stateDir}" "$@"\n`,
@@ -49,7 +50,7 @@ export function standins(p: Pipeline) {
   const savedPath = process.env.PATH;
   const made: string[] = [];
   /**
-   * A PATH of git and the named stand-ins alone (node is run by its path): this machine's own kargo or kubectl,
+   * A PATH of git and the named stand-ins alone (node is run by its path): this machine's own kargo,
    * if it has one, stays out.
    */
   function onlyOnPath(...standins: string[]): string {
@@ -121,6 +122,14 @@ export function standins(p: Pipeline) {
         promotionSteps: promotionTaskSpec(q, "argocd").steps,
         deciderStages: plan.steps.map((s) => s.update),
         previewStages: plan.steps.map((s) => s.preview),
+        // The kargo project's request, empty (kargo/rollbackRequests.ts).
+        configMaps: {
+          [rollbackRequestName(environment)]: {
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name: rollbackRequestName(environment), namespace: q.project },
+          },
+        },
         role: options.role ?? "decider",
         user: "jane@example.com",
         verdicts: options.verdicts ?? {},

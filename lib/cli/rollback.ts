@@ -3,7 +3,7 @@
 // stage runs now, again: drift brought home), `npm run rollback -- <environment> --to <freight> --continue`
 // (a decider takes a stopped rollback on), `npm run rollback -- <environment> --resume` (lifts the holds it
 // left); `--dry-run` prints the plan and the commands that write, and runs none of them. lib/rollback.ts runs it
-// with `kargo`, `kubectl` and `git`; exit 2 with what to install or run when one is missing or not signed in.
+// with `kargo` and `git` alone; exit 2 with what to install or run when one is missing or not signed in.
 import { withoutSourceMaps } from "./plan/fast-start";
 import { pipeline as definition } from "../../kargo/pipeline";
 import { resume, rollback } from "../rollback";

@@ -41,17 +41,25 @@ const previewStagesOf = (p: Pipeline, environment: string, upstream?: string) =>
     .map((s) => s.name);
 };
 
+/** The gates the environment's preview stages take Freight from. */
+export const environmentGates = (p: Pipeline, environment: string): string[] => [
+  ...new Set(
+    environmentStages(p)
+      .filter((s) => s.kind === "preview" && s.environment === environment)
+      .flatMap((s) => (s.from === "warehouse" ? [] : s.from)),
+  ),
+];
+
+/** The ServiceAccount Kargo maps a gate's approvers to. */
+export const approverAccount = (gate: string) => `approver-${gate}`;
+
 /**
  * An environment's promoters: the approvers of every gate one of its preview stages takes Freight from, who
  * let Freight into it today. With its deciders they may promote into its preview stages by hand and ask for
  * its rollback (lib/pipeline/rollback-request.ts); none for an environment no gate feeds.
  */
 export const environmentPromoters = (p: Pipeline, environment: string): string[] => {
-  const gates = new Set(
-    environmentStages(p)
-      .filter((s) => s.kind === "preview" && s.environment === environment)
-      .flatMap((s) => (s.from === "warehouse" ? [] : s.from)),
-  );
+  const gates = new Set(environmentGates(p, environment));
   return [
     ...new Set(
       p.stages
@@ -75,7 +83,7 @@ export function approverRoles(p: Pipeline): ApproverRole[] {
   const environments = Object.keys(p.environments);
   return p.stages.filter(isGate).map((gate) => ({
     gate: gate.name,
-    serviceAccount: claimMappedAccount(`approver-${gate.name}`, gate.approvers),
+    serviceAccount: claimMappedAccount(approverAccount(gate.name), gate.approvers),
     rules: [
       promoteOn(gate.name, ...environments.flatMap((env) => previewStagesOf(p, env, gate.name))),
       createPromotions,

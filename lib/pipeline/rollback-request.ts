@@ -1,12 +1,15 @@
 // The rollback request: the record of who asked to take an environment back (or to reconcile its drift), and
 // why, which a rollback's promotions carry into the stage branch record. One ConfigMap per environment in the
-// Kargo project's namespace, written by the person who asks, as the API server identifies them: their
-// Kubernetes user name and groups. Kargo's own API cannot write it for them: it writes ConfigMaps with its own
-// ServiceAccount (akuity/kargo v1.11.2 pkg/server/create_config_map_v1alpha1.go through
-// pkg/server/kubernetes/client.go Create, the internal client), so no policy could tell who asked.
+// Kargo project's namespace, written through Kargo's API as the person (`kargo update configmap`): Kargo
+// authorizes the call by asking the API server whether a ServiceAccount the person's Cognito groups map to may
+// `get` and `update` that ConfigMap, by name, then writes it with its own ServiceAccount (akuity/kargo v1.11.2
+// pkg/server/patch_config_map_v1alpha1.go, pkg/server/kubernetes/client.go getAuthorizedClient). So RBAC on
+// those ServiceAccounts decides who may ask, and the request's `by` and `message` are as the requester stated
+// them: who promoted each stage is what Kargo itself records (the promotion's actor, `promotedBy`).
 import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
 import { celLiteral } from "./cel";
-import { environmentPromoters } from "./rbac";
+import { approverRoles, deciderRoles, environmentGates, environmentPromoters } from "./rbac";
+import { serviceAccountUser } from "./events-admission";
 import { rollbackRequestName } from "./rollback";
 import { riskPolicy, type Pipeline } from "./schema";
 
@@ -21,8 +24,8 @@ export const ROLLBACK_REQUEST_KINDS = ["rollback", "reconcile"] as const;
 
 /**
  * The groups that may ask for an environment's rollback: its deciders (who let its update through) and its
- * promoters (who let Freight into it), as the API server sees a person's groups. None for an environment
- * with neither: its request is refused to everyone.
+ * promoters (who let Freight into it), by their Cognito group names. None for an environment
+ * with neither: the kargo project creates no request for it.
  */
 export const rollbackRequesters = (p: Pipeline, environment: string): string[] =>
   [
@@ -32,18 +35,34 @@ export const rollbackRequesters = (p: Pipeline, environment: string): string[] =
     ]),
   ].sort();
 
+/**
+ * The Kargo role ServiceAccounts (in the project's namespace) an environment's requesters map to: its
+ * deciders' and the approvers' of the gates its previews take Freight from (lib/pipeline/rbac.ts).
+ */
+export const rollbackRequestAccounts = (p: Pipeline, environment: string): string[] => {
+  const gates = new Set(environmentGates(p, environment));
+  return [
+    ...deciderRoles(p).filter((r) => r.environment === environment),
+    ...approverRoles(p).filter((r) => gates.has(r.gate)),
+  ]
+    .map((r) => r.serviceAccount.name)
+    .sort();
+};
+
 export interface RollbackRequestRole {
   environment: string;
   name: string;
+  /** The Kargo role ServiceAccounts, which Kargo's API asks RBAC about for the person it acts for. */
+  serviceAccounts: string[];
+  /** The requester groups as Kubernetes groups: for a cluster whose API server knows people by them. */
   groups: string[];
-  rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+  rules: { apiGroups: string[]; resources: string[]; resourceNames: string[]; verbs: string[] }[];
 }
 
 /**
- * Per environment with requesters: a Role they are bound to (as Kubernetes groups) in the project's
- * namespace. Reading, changing and deleting name the request; `create` cannot name it (the API server
- * authorizes a create before the object has a name, so RBAC has no resourceNames there): the admission
- * policy below is what holds their `create` to their own environment's request.
+ * Per environment with requesters: a Role naming its request, which the kargo project creates empty (RBAC
+ * cannot name an object on create, so nobody but the project's deployer creates it), bound to the Kargo role
+ * ServiceAccounts its requesters map to, and to the requester groups themselves.
  */
 export function rollbackRequestRoles(p: Pipeline): RollbackRequestRole[] {
   return Object.keys(p.environments).flatMap((environment) => {
@@ -53,14 +72,14 @@ export function rollbackRequestRoles(p: Pipeline): RollbackRequestRole[] {
       {
         environment,
         name: `rollback-request-${environment}`,
+        serviceAccounts: rollbackRequestAccounts(p, environment),
         groups,
         rules: [
-          { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
           {
             apiGroups: [""],
             resources: ["configmaps"],
             resourceNames: [rollbackRequestName(environment)],
-            verbs: ["get", "update", "patch", "delete"],
+            verbs: ["get", "patch", "update"],
           },
         ],
       },
@@ -74,37 +93,32 @@ export const rollbackRequestAdmissionName = (p: Pick<Pipeline, "project">) =>
 
 const list = (xs: readonly string[]) => `[${xs.map(celLiteral).join(", ")}]`;
 
+/** Kargo's API server, which writes a request for the person it authorized (the chart's ServiceAccount name). */
+export const kargoApiUser = (kargoNamespace: string) => serviceAccountUser(kargoNamespace, "kargo-api");
+
 /**
- * The admission policy and binding: in the project's namespace, `rollback-<environment>` of an environment of
- * the pipeline is created, changed or deleted only by a member of that environment's requester groups; a
- * create or change only with every field, a known kind, and `by` the writer's own user name. The requester
- * groups create no other ConfigMap there. Every other write of a ConfigMap passes untouched.
+ * The admission policy and binding: in the project's namespace, a write that changes the data of
+ * `rollback-<environment>` of an environment of the pipeline comes from Kargo's API server (which RBAC on the
+ * person's Kargo role ServiceAccounts authorized) or from a member of the environment's requester groups at the
+ * API server itself, always with every field and a known kind, and for such a member with `by` their own user
+ * name. Creating it empty (the kargo project does) and changing its metadata alone pass; deleting it is RBAC's
+ * (nobody's but an administrator's). Every other ConfigMap passes untouched.
  */
-export function rollbackRequestAdmission(p: Pipeline) {
+export function rollbackRequestAdmission(p: Pipeline, kargoNamespace: string) {
   const name = rollbackRequestAdmissionName(p);
   const environments = Object.keys(p.environments);
   const requesters = Object.fromEntries(
     environments.map((env) => [env, rollbackRequesters(p, env)] as const).filter(([, g]) => g.length > 0),
   );
-  const everyRequester = [...new Set(Object.values(requesters).flat())].sort();
   const prefix = rollbackRequestName("");
+  const kargo = kargoApiUser(kargoNamespace);
   const policy = denyPolicy(
     p,
     name,
-    [
-      {
-        apiGroups: [""],
-        apiVersions: ["v1"],
-        operations: ["CREATE", "UPDATE", "DELETE"],
-        resources: ["configmaps"],
-      },
-    ],
+    [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["configmaps"] }],
     {
       variables: [
-        {
-          name: "name",
-          expression: `request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.?name.orValue('')`,
-        },
+        { name: "name", expression: "object.metadata.?name.orValue('')" },
         {
           name: "environment",
           expression: `variables.name.startsWith(${celLiteral(prefix)}) ? variables.name.substring(${prefix.length}) : ''`,
@@ -116,56 +130,53 @@ export function rollbackRequestAdmission(p: Pipeline) {
             .map(([env, groups]) => `${celLiteral(env)}: ${list(groups)}`)
             .join(", ")}}`,
         },
-        {
-          name: "groups",
-          expression: "has(request.userInfo.groups) ? request.userInfo.groups : []",
-        },
+        { name: "groups", expression: "has(request.userInfo.groups) ? request.userInfo.groups : []" },
         {
           name: "member",
           expression:
             "variables.environment in variables.requesters && variables.groups.exists(g, g in variables.requesters[variables.environment])",
         },
+        { name: "kargo", expression: `request.userInfo.username == ${celLiteral(kargo)}` },
+        { name: "data", expression: "object.?data.orValue({})" },
         {
-          name: "data",
-          expression: "request.operation == 'DELETE' ? {} : object.?data.orValue({})",
+          name: "changed",
+          expression:
+            "variables.request && (request.operation == 'CREATE' ? size(variables.data) > 0 : oldObject.?data.orValue({}) != variables.data)",
         },
         {
           name: "missing",
           expression: `${list(ROLLBACK_REQUEST_FIELDS)}.filter(f, !(f in variables.data) || variables.data[f] == '')`,
         },
-        { name: "written", expression: "variables.request && request.operation != 'DELETE'" },
       ],
       validations: [
         {
           ...forbidden(
-            "!variables.request || variables.member",
-            `metadata.name: a rollback request ${prefix}<environment> in namespace ${p.project} is written only by that environment's deciders or promoters`,
+            "!variables.changed || variables.kargo || variables.member",
+            `metadata.name: a rollback request ${prefix}<environment> in namespace ${p.project} is written through Kargo by that environment's deciders or promoters`,
           ),
-          messageExpression: `'metadata.name: ' + variables.name + ' in namespace ${p.project} asks to roll environment ' + variables.environment + ' back; only its deciders or promoters write it (' + (variables.environment in variables.requesters ? variables.requesters[variables.environment].join(', ') : 'none: it has neither') + '), and ' + request.userInfo.username + ' is in none of them'`,
+          messageExpression: `'metadata.name: ' + variables.name + ' in namespace ${p.project} asks to roll environment ' + variables.environment + ' back; it is written through Kargo (kargo update configmap, npm run rollback) by its deciders or promoters (' + (variables.environment in variables.requesters ? variables.requesters[variables.environment].join(', ') : 'none: it has neither') + '), and ' + request.userInfo.username + ' is neither Kargo nor in one of them'`,
         },
         {
           ...forbidden(
-            "!variables.written || size(variables.missing) == 0",
+            "!variables.changed || size(variables.missing) == 0",
             `data: a rollback request needs ${ROLLBACK_REQUEST_FIELDS.join(", ")}`,
           ),
           messageExpression: `'data: a rollback request needs ${ROLLBACK_REQUEST_FIELDS.join(", ")}; missing or empty: ' + variables.missing.join(', ')`,
         },
         forbidden(
-          `!variables.written || (variables.data.?kind.orValue('') in ${list(ROLLBACK_REQUEST_KINDS)})`,
+          `!variables.changed || (variables.data.?kind.orValue('') in ${list(ROLLBACK_REQUEST_KINDS)})`,
           `data.kind: a rollback request's kind is ${ROLLBACK_REQUEST_KINDS.join(" or ")}`,
         ),
+        // Through Kargo, `by` is as the requester stated it (Kargo writes as itself); a person the API server
+        // knows signs with their own name.
         {
           ...forbidden(
-            "!variables.written || variables.data.?by.orValue('') == request.userInfo.username",
-            "data.by: a rollback request names who wrote it, as their Kubernetes user name",
+            "!variables.changed || variables.kargo || variables.data.?by.orValue('') == request.userInfo.username",
+            "data.by: a rollback request written at the API server names who wrote it, as their Kubernetes user name",
           ),
           messageExpression:
-            "'data.by: a rollback request names who wrote it: ' + request.userInfo.username + ', not ' + variables.data.?by.orValue('nobody')",
+            "'data.by: a rollback request written at the API server names who wrote it: ' + request.userInfo.username + ', not ' + variables.data.?by.orValue('nobody')",
         },
-        forbidden(
-          `variables.request || request.operation != 'CREATE' || !variables.groups.exists(g, g in ${list(everyRequester)})`,
-          `metadata.name: the rollback requesters create only ConfigMaps named ${prefix}<environment> in namespace ${p.project}`,
-        ),
       ],
     },
   );

@@ -108,15 +108,16 @@ func updatesOf(w intent, g string) []string {
 // rollbackColumn is the reach table's column of the rollback requests each group may write.
 func rollbackColumn() column {
 	return column{
-		// Written at the API server by the person, as a Kubernetes user in their Cognito group, never through
-		// Kargo (which writes ConfigMaps as itself). RBAC cannot name an object on create: the admission policy
-		// holds the create to the environment's own request, with `by` the writer (rollback_test.go).
-		Title: "ask to roll back (`rollback-<environment>` ConfigMap; admitted only with `by` = themselves)",
+		// Written through Kargo (`kargo update configmap`, npm run rollback), which asks RBAC whether one of the
+		// person's Kargo role ServiceAccounts may get and update the request by name, then writes as itself
+		// (rollback_test.go); or, where the API server knows people, by the group itself. The kargo project
+		// creates each request: nobody else may.
+		Title: "ask to roll back (update the `rollback-<environment>` ConfigMap)",
 		Cells: func(w intent) []cell {
 			var cells []cell
 			for _, env := range environments(w) {
 				cells = append(cells, cell{env, []access{
-					{Verb: "create", Resource: "configmaps", Namespace: w.Pipeline.Project},
+					{Verb: "get", Resource: "configmaps", Namespace: w.Pipeline.Project, Name: "rollback-" + env},
 					{Verb: "update", Resource: "configmaps", Namespace: w.Pipeline.Project, Name: "rollback-" + env},
 				}})
 			}

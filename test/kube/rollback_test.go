@@ -2,16 +2,19 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"infra-change-platform/test/internal/plan"
@@ -88,11 +91,47 @@ func rollbackRequest(project, env, by string, drop ...string) *corev1.ConfigMap 
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rollback-" + env, Namespace: project}, Data: data}
 }
 
-// With the whole plan applied to the real kube-apiserver: an environment's rollback request is written only by
-// a member of its deciders or promoters (as a Kubernetes user in that group, which is all RBAC and the policy
-// see), only with every field, a known kind and `by` the writer's own user name; another environment's people
-// are refused, and so is anyone for an environment with neither; the requesters create no other ConfigMap
-// there, and everybody else's ConfigMaps pass untouched.
+// kargoAPIUser is the user Kargo's API server writes as: the chart's ServiceAccount kargo-api in the namespace
+// the plan installs Kargo's chart into.
+func kargoAPIUser(t *testing.T) string {
+	for _, r := range plan.Load(t, "kargo").ResourcesOfType("kubernetes:helm.sh/v3:Release") {
+		if chart, _ := r.Inputs["chart"].(string); strings.HasSuffix(chart, "kargo") {
+			if ns, _ := r.Inputs["namespace"].(string); ns != "" {
+				return "system:serviceaccount:" + ns + ":kargo-api"
+			}
+		}
+	}
+	t.Fatal("the kargo plan installs no Kargo chart with a namespace")
+	return ""
+}
+
+// mappedAccounts is, per Cognito group, the project's ServiceAccounts whose Kargo claims name it.
+func mappedAccounts(t *testing.T, project string) map[string][]string {
+	out := map[string][]string{}
+	for _, sa := range plan.Load(t, "kargo").OfKind("ServiceAccount") {
+		claims := sa.GetAnnotations()["rbac.kargo.akuity.io/claims"]
+		if claims == "" || sa.GetNamespace() != project {
+			continue
+		}
+		var parsed map[string][]string
+		if err := json.Unmarshal([]byte(claims), &parsed); err != nil {
+			t.Fatalf("ServiceAccount %s: claims %q: %v", sa.GetName(), claims, err)
+		}
+		for _, g := range parsed["cognito:groups"] {
+			out[g] = append(out[g], sa.GetName())
+		}
+	}
+	return out
+}
+
+// With the whole plan applied to the real kube-apiserver. Through Kargo (`kargo update configmap`, which is
+// how npm run rollback writes it), Kargo's API server asks RBAC whether a ServiceAccount the person's groups
+// map to may get and update the request by name (a SubjectAccessReview of the ServiceAccount's user name
+// alone, akuity/kargo v1.11.2 pkg/server/kubernetes/client.go getAuthorizedClient), then writes as kargo-api:
+// every group of the pipeline may write exactly the requests of the environments it is a requester of. The
+// policy admits Kargo's write with every field and a known kind, whoever it names as `by`, and nobody else's
+// change of the data but the environment's groups at the API server itself, signing as themselves. The kargo
+// project's empty request and a change of its metadata pass; only an administrator deletes it.
 func TestRollbackRequestsComeFromTheEnvironmentsPeople(t *testing.T) {
 	in := install(t)
 	w := readIntent(t)
@@ -112,16 +151,20 @@ func TestRollbackRequestsComeFromTheEnvironmentsPeople(t *testing.T) {
 		return kubernetes.NewForConfigOrDie(c)
 	}
 	admin := as("root@example.com", "system:masters")
-	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	create := func(c kubernetes.Interface, cm *corev1.ConfigMap, opts metav1.CreateOptions) error {
-		_, err := c.CoreV1().ConfigMaps(project).Create(ctx, cm, opts)
+	// Kargo's API server as itself; system:masters stands in for the chart's kargo-api ClusterRole (which
+	// updates ConfigMaps), so what is asked here is the policy alone.
+	kargo := as(kargoAPIUser(t), "system:serviceaccounts", "system:masters")
+	cms := func(c kubernetes.Interface) typedcorev1.ConfigMapInterface { return c.CoreV1().ConfigMaps(project) }
+	dry := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
+	update := func(c kubernetes.Interface, cm *corev1.ConfigMap, opts metav1.UpdateOptions) error {
+		_, err := cms(c).Update(ctx, cm, opts)
 		return err
 	}
 	envs := environments(w)
 	deadline := time.Now().Add(enforcedWithin)
 	for {
-		// Wrong thrice (not a requester, signed by someone else, a field missing): refused by any of the rules.
-		err := create(admin, rollbackRequest(project, envs[0], "someone-else@example.com", "message"), dry)
+		// Wrong twice (an administrator's change of the data, a field missing): refused by either rule.
+		err := update(admin, rollbackRequest(project, envs[0], "someone@example.com", "message"), dry)
 		if err != nil && strings.Contains(err.Error(), policy) {
 			break
 		}
@@ -138,77 +181,122 @@ func TestRollbackRequestsComeFromTheEnvironmentsPeople(t *testing.T) {
 			t.Errorf("%s was refused, but not by %s: %v", what, by, err)
 		}
 	}
+	mayKargo := func(sa, verb, name string) bool {
+		r, err := in.server.Clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               "system:serviceaccount:" + project + ":" + sa,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "configmaps", Version: "v1", Namespace: project, Name: name},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview: %v", err)
+		}
+		return r.Status.Allowed
+	}
+	accounts := mappedAccounts(t, project)
+	if len(accounts) == 0 {
+		t.Fatal("the plan maps no Cognito group onto a Kargo role ServiceAccount")
+	}
 	admitted := 0
 	for _, env := range envs {
+		name := "rollback-" + env
 		requesters := requestersOf(w, env)
+		// Through Kargo: a group may write the request when one of the accounts it maps to may get and update it.
+		for _, g := range sortedKeys(accounts) {
+			may := slices.ContainsFunc(accounts[g], func(sa string) bool {
+				return mayKargo(sa, "get", name) && mayKargo(sa, "update", name)
+			})
+			if want := slices.Contains(requesters, g); may != want {
+				t.Errorf("through Kargo, %s may write %s: %v; the pipeline means %v (its deciders and promoters)", g, name, may, want)
+			}
+			for _, sa := range accounts[g] {
+				if mayKargo(sa, "create", name) || mayKargo(sa, "delete", name) {
+					t.Errorf("Kargo role ServiceAccount %s may create or delete ConfigMaps: only the kargo project creates a request", sa)
+				}
+			}
+		}
 		if len(requesters) == 0 {
-			refused("an administrator's request for "+env+", which has no deciders or promoters",
-				create(admin, rollbackRequest(project, env, "root@example.com"), dry), policy)
+			if _, err := cms(admin).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				t.Errorf("%s exists though %s has no deciders or promoters to write it", name, env)
+			}
+			refused("Kargo's write of "+name+", which has no deciders or promoters",
+				update(kargo, rollbackRequest(project, env, "root@example.com"), dry), policy)
 			continue
 		}
+		// The kargo project created it empty; only an administrator deletes it, and creating it empty passes.
+		if cm, err := cms(admin).Get(ctx, name, metav1.GetOptions{}); err != nil || len(cm.Data) != 0 {
+			t.Fatalf("the kargo project's %s, empty, is not there: %v %v", name, err, cm)
+		}
+		for _, g := range requesters {
+			if err := cms(as("alice-"+g+"@example.com", g)).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err == nil {
+				t.Errorf("%s deleted %s", g, name)
+			}
+		}
+		if err := cms(admin).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("an administrator could not delete %s: %v", name, err)
+		}
+		empty := func() *corev1.ConfigMap {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: project}}
+		}
+		if _, err := cms(admin).Create(ctx, empty(), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the kargo project's empty %s was refused: %v", name, err)
+		}
+		t.Cleanup(func() {
+			_ = cms(admin).Delete(context.Background(), name, metav1.DeleteOptions{})
+			_, _ = cms(admin).Create(context.Background(), empty(), metav1.CreateOptions{})
+		})
+		// Kargo's write: every field and a known kind; `by` is as the requester stated it.
+		for _, f := range rollbackFields {
+			refused("Kargo's write of "+name+" without "+f, update(kargo, rollbackRequest(project, env, "anyone@example.com", f), dry), policy)
+		}
+		odd := rollbackRequest(project, env, "anyone@example.com")
+		odd.Data["kind"] = "revert"
+		refused("Kargo's write of "+name+" of kind revert", update(kargo, odd, dry), policy)
+		if err := update(kargo, rollbackRequest(project, env, "anyone@example.com"), metav1.UpdateOptions{}); err != nil {
+			t.Errorf("Kargo's well-formed write of %s was refused: %v", name, err)
+			continue
+		}
+		admitted++
+		// Nobody else changes the data: an administrator, another component, another environment's people.
+		refused("an administrator's change of "+name, update(admin, rollbackRequest(project, env, "root@example.com"), dry), policy)
+		controller := as("system:serviceaccount:kargo:kargo-controller", "system:masters")
+		refused("another component's change of "+name, update(controller, rollbackRequest(project, env, "x@example.com"), dry), policy)
+		for _, og := range outsiders(w, requesters) {
+			user := "eve-" + og + "@example.com"
+			if err := update(as(user, og), rollbackRequest(project, env, user), dry); err == nil {
+				t.Errorf("%s (not %s's deciders or promoters) rewrote %s", og, env, name)
+			}
+		}
+		// A change of its metadata alone (a later deploy of the kargo project) passes.
+		labelled, err := cms(admin).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		labelled.Labels = map[string]string{"example.com/touched": "yes"}
+		if err := update(admin, labelled, dry); err != nil {
+			t.Errorf("an administrator's change of %s's labels alone was refused: %v", name, err)
+		}
+		// At an API server that knows people: the environment's groups, signing as themselves.
 		for _, g := range requesters {
 			user := "alice-" + g + "@example.com"
 			alice := as(user, g)
-			refused(g+"'s request for "+env+" signed by someone else", create(alice, rollbackRequest(project, env, "mallory@example.com"), dry), policy)
-			for _, f := range rollbackFields {
-				refused(g+"'s request for "+env+" without "+f, create(alice, rollbackRequest(project, env, user, f), dry), policy)
-			}
-			odd := rollbackRequest(project, env, user)
-			odd.Data["kind"] = "revert"
-			refused(g+"'s request for "+env+" of kind revert", create(alice, odd, dry), policy)
-			other := rollbackRequest(project, env, user)
-			other.Name = "settings-" + env
-			refused(g+"'s ConfigMap that is no rollback request", create(alice, other, dry), policy)
-			if err := create(alice, rollbackRequest(project, env, user), metav1.CreateOptions{}); err != nil {
+			refused(g+"'s request for "+env+" signed by someone else", update(alice, rollbackRequest(project, env, "mallory@example.com"), dry), policy)
+			if err := update(alice, rollbackRequest(project, env, user), dry); err != nil {
 				t.Errorf("%s's request for %s, signed by themselves, was refused: %v", g, env, err)
-				continue
-			}
-			admitted++
-			// A second rollback rewrites it, by the one who asks now.
-			cm := rollbackRequest(project, env, user)
-			cm.Data["kind"], cm.Data["message"] = "reconcile", "drift in the bucket policy"
-			if _, err := alice.CoreV1().ConfigMaps(project).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-				t.Errorf("%s's rewrite of %s's request was refused: %v", g, env, err)
-			}
-			// Nobody else rewrites or deletes it: RBAC names the request in each environment's Role.
-			for _, og := range outsiders(w, requesters) {
-				eve := as("eve-"+og+"@example.com", og)
-				if _, err := eve.CoreV1().ConfigMaps(project).Update(ctx, rollbackRequest(project, env, "eve-"+og+"@example.com"), metav1.UpdateOptions{}); err == nil {
-					t.Errorf("%s (not %s's) rewrote %s's rollback request", og, env, env)
-				}
-				if err := eve.CoreV1().ConfigMaps(project).Delete(ctx, "rollback-"+env, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err == nil {
-					t.Errorf("%s (not %s's) deleted %s's rollback request", og, env, env)
-				}
-			}
-			if err := alice.CoreV1().ConfigMaps(project).Delete(ctx, "rollback-"+env, metav1.DeleteOptions{}); err != nil {
-				t.Errorf("%s could not delete %s's rollback request: %v", g, env, err)
 			}
 		}
-		// Everyone else, another environment's people who may create their own included: refused.
-		for _, og := range outsiders(w, requesters) {
-			user := "eve-" + og + "@example.com"
-			if err := create(as(user, og), rollbackRequest(project, env, user), dry); err == nil {
-				t.Errorf("%s (not %s's deciders or promoters) asked for %s's rollback", og, env, env)
-			} else if !apierrors.IsForbidden(err) {
-				t.Errorf("%s's request for %s was refused, but not as forbidden: %v", og, env, err)
-			}
-		}
-		refused("an administrator's request for "+env, create(admin, rollbackRequest(project, env, "root@example.com"), dry), policy)
 	}
 	if admitted == 0 {
 		t.Fatal("no environment has deciders or promoters: no request was admitted")
 	}
-	// A generated name is judged as any other, never refused for lack of one.
+	// Every other ConfigMap passes untouched, one with a generated name included.
 	generated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "settings-", Namespace: project}, Data: map[string]string{"a": "b"}}
-	if err := create(admin, generated, dry); err != nil {
+	if _, err := cms(admin).Create(ctx, generated, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("an administrator's ConfigMap with a generated name was refused: %v", err)
 	}
 	for _, name := range []string{"settings", "rollback-" + strings.Join(envs, "-") + "-notes"} {
-		if slices.Contains(envs, strings.TrimPrefix(name, "rollback-")) {
-			continue
-		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: project}, Data: map[string]string{"a": "b"}}
-		if err := create(admin, cm, dry); err != nil {
+		if _, err := cms(admin).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Errorf("an administrator's ConfigMap %s, no environment's request, was refused: %v", name, err)
 		}
 	}

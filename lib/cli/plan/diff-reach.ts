@@ -225,10 +225,11 @@ const kargoAnswers = (rules: Rule[], stages: string[], requests: string[]): Set<
     if (may("create", "promotions")) out.add(`promote into ${stage}`);
     if (may("patch", "freights/status")) out.add(`approve for ${stage}`);
   }
-  // A rollback request (lib/pipeline/rollback-request.ts): created, then rewritten by name.
-  const core = (verb: string, name = "") => rules.some((r) => allows(r, verb, "configmaps", name, ""));
+  // A rollback request (lib/pipeline/rollback-request.ts): the kargo project creates it; `kargo update
+  // configmap` reads and rewrites it by name (akuity/kargo v1.11.2 pkg/server/patch_config_map_v1alpha1.go).
+  const core = (verb: string, name: string) => rules.some((r) => allows(r, verb, "configmaps", name, ""));
   for (const request of requests)
-    if (core("create") && core("update", request)) out.add(`write ${request} (ask to roll back)`);
+    if (core("get", request) && core("update", request)) out.add(`write ${request} (ask to roll back)`);
   return out;
 };
 
