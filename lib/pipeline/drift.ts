@@ -7,6 +7,7 @@
 // (`npm run rollback -- <environment> --reconcile`).
 import { programStages, type ProgramStage } from "./graph";
 import { driftName, hasDriftCheck, stackObjectName } from "./names";
+import { RECONCILE_REQUEST_ANNOTATION } from "./promotion-rollback";
 import { DRIFT_OFF, durationSeconds, type Pipeline } from "./schema";
 import { stackManifest, stackServiceAccount } from "./stack-manifest";
 
@@ -21,8 +22,8 @@ export const DRIFT_CHECK_ENV = "PULUMI_PLATFORM_DRIFT_CHECK";
 /** The key the CLI records {@link DRIFT_CHECK_ENV} under in an update's `environment`. */
 export const DRIFT_CHECK_KEY = `pulumi.env.${DRIFT_CHECK_ENV}`;
 
-/** The annotation PKO v2.9.0 reads as a reconcile request (operator/api/pulumi/shared/stack_types.go). */
-export const RECONCILE_REQUEST_ANNOTATION = "pulumi.com/reconciliation-request";
+/** The annotation PKO v2.9.0 reads as a reconcile request (promotion-rollback.ts says how). */
+export { RECONCILE_REQUEST_ANNOTATION };
 
 /** The drift Stack's annotation naming its environment. */
 export const DRIFT_ENVIRONMENT_ANNOTATION = "platform/environment";

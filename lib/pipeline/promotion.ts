@@ -12,7 +12,6 @@ import {
   stageBranch,
   stageBranchFile,
 } from "./names";
-import { RECONCILE_REQUEST_ANNOTATION } from "./drift";
 import type { Pipeline } from "./schema";
 import { verificationNotice } from "./notify";
 import { stopApprovalPrefix, stopApprovalStages } from "./events";
@@ -230,13 +229,11 @@ export function promotionTaskSpec(p: Pipeline, argocdNamespace: string): kargo.P
 export const DRIFT_CHECK_VAR = "driftCheck";
 
 /**
- * Drift (lib/pipeline/drift.ts): an update stage's promotion also writes its drift check's Stack beside
- * its own, from the same Freight's commit, pinned to the same commit, so the check always previews what the
- * stage last ran. Its reconcile request is the promotion's name: a check that stopped on drift (PKO retries
- * a failed run only until a spec or source change) runs again after the promotion that brings it home, at
- * the same commit. Other stages skip these steps (Kargo's step `if:`, akuity/kargo v1.11.2
- * pkg/promotion/evaluator.go ShouldSkip); a commit from before drift checks has no such template, and the
- * copy fails before anything is pushed.
+ * An update stage's drift check (lib/pipeline/drift.ts), written beside its Stack from the same commit, so it
+ * previews what the stage last ran; its reconcile request, the promotion's name, runs a check that stopped
+ * on drift again after the promotion that brings it home. Other stages skip these steps (akuity/kargo
+ * v1.11.2 pkg/promotion/evaluator.go ShouldSkip); a commit from before drift checks fails the copy, before
+ * anything is pushed.
  */
 function driftCheckSteps(commit: string): kargo.PromotionTaskSpec["steps"] {
   const { freight, stage } = names.checkout;
@@ -256,11 +253,7 @@ function driftCheckSteps(commit: string): kargo.PromotionTaskSpec["steps"] {
         path: `${stage}/${manifest}`,
         updates: [
           { key: "spec.commit", value: commit },
-          // Kargo's key syntax escapes the dots inside a key (akuity/kargo v1.11.2 pkg/sjson/split_key.go).
-          {
-            key: `metadata.annotations.${RECONCILE_REQUEST_ANNOTATION.replaceAll(".", "\\.")}`,
-            value: quoted("ctx.promotion"),
-          },
+          { key: reconcileRequestKey, value: quoted("ctx.promotion") },
         ],
       },
     },
