@@ -15,6 +15,7 @@ import { repoRoot } from "../lib/cli/plan/projects";
 import { programStages } from "../lib/pipeline/graph";
 import { stackConfigFile, stackManifestFile } from "../lib/pipeline/names";
 import { validatePipeline } from "../lib/pipeline/validate";
+import { gitEnv } from "./git-support";
 
 const paths = projectPaths(path.join(repoRoot, ".github", "project-paths.yml"));
 const deploy = YAML.parse(fs.readFileSync(path.join(repoRoot, ".github", "workflows", "deploy.yml"), "utf8"));
@@ -25,13 +26,7 @@ const git = (...args: string[]) =>
   execFileSync("git", args, {
     cwd: repo,
     encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    },
+    env: gitEnv(),
   }).trim();
 /** Commits a change to each file and returns the commit. */
 const commit = (...files: string[]) => {

@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { stackManifestFile } from "../lib/pipeline/names";
 import type { Pipeline } from "../lib/pipeline/schema";
 import { renderStacks } from "../lib/pipeline/stacks";
+import { gitEnv } from "./git-support";
 
 export function templateRepo(): {
   root: string;
@@ -17,13 +18,7 @@ export function templateRepo(): {
   const git = (...args: string[]) =>
     execFileSync("git", ["-C", root, ...args], {
       encoding: "utf8",
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: "t",
-        GIT_AUTHOR_EMAIL: "t@example.com",
-        GIT_COMMITTER_NAME: "t",
-        GIT_COMMITTER_EMAIL: "t@example.com",
-      },
+      env: gitEnv(),
     }).trim();
   git("init", "-q", "-b", "main");
   return {

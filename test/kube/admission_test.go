@@ -140,6 +140,23 @@ func promoted(s *unstructured.Unstructured) *unstructured.Unstructured {
 // policy that never loads fails the test; the wait itself ends as soon as the policy refuses.
 const enforcedWithin = 5 * time.Minute
 
+// untilEnforced waits until the API server has read policy: try(i), a request the policy refuses (i numbers
+// the tries, for requests that must differ), is refused by it. Until then such requests pass.
+func untilEnforced(t *testing.T, policy string, try func(i int) error) {
+	t.Helper()
+	deadline := time.Now().Add(enforcedWithin)
+	for i := 0; ; i++ {
+		err := try(i)
+		if err != nil && strings.Contains(err.Error(), policy) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("policy %s is not enforced after %s: %v", policy, enforcedWithin, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // waitEnforced waits until the API server enforces the policy deciding the Stack `s`: a copy of it without
 // Argo CD's tracking annotation, promoted to a commit of its own (a change of spec, which the policies check
 // on an existing Stack too), is refused by that policy. Before then, anything would be admitted.

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -161,18 +160,10 @@ func TestRollbackRequestsComeFromTheEnvironmentsPeople(t *testing.T) {
 		return err
 	}
 	envs := environments(w)
-	deadline := time.Now().Add(enforcedWithin)
-	for {
-		// Wrong twice (an administrator's change of the data, a field missing): refused by either rule.
-		err := update(admin, rollbackRequest(project, envs[0], "someone@example.com", "message"), dry)
-		if err != nil && strings.Contains(err.Error(), policy) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("policy %s is not enforced after %s: %v", policy, enforcedWithin, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Wrong twice (an administrator's change of the data, a field missing): refused by either rule.
+	untilEnforced(t, policy, func(int) error {
+		return update(admin, rollbackRequest(project, envs[0], "someone@example.com", "message"), dry)
+	})
 	refused := func(what string, err error, by string) {
 		t.Helper()
 		if err == nil {

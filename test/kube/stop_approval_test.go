@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -119,17 +118,9 @@ func TestOnlyTheSensorRecordsAStopApproval(t *testing.T) {
 		return err
 	}
 	// The policy is enforced once the API server has read it: until then an administrator's record passes.
-	deadline := time.Now().Add(enforcedWithin)
-	for i := 0; ; i++ {
-		err := create(admin, record("approval-probe-"+string(rune('a'+i%26))+strings.Repeat("x", i/26), "", &immutable))
-		if err != nil && strings.Contains(err.Error(), policy) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("policy %s is not enforced after %s: %v", policy, enforcedWithin, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	untilEnforced(t, policy, func(i int) error {
+		return create(admin, record("approval-probe-"+string(rune('a'+i%26))+strings.Repeat("x", i/26), "", &immutable))
+	})
 	refused := func(what string, err error, by string) {
 		t.Helper()
 		if err == nil {
@@ -185,17 +176,10 @@ func approvedEvents(t *testing.T, project, policy string, recorders []string, as
 			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "kargo-api"},
 		}
 	}
-	deadline := time.Now().Add(enforcedWithin)
-	for i := 0; ; i++ {
+	untilEnforced(t, policy, func(i int) error {
 		_, err := admin.CoreV1().Events(project).Create(ctx, event(fmt.Sprintf("probe.%d", i), "FreightApproved"), metav1.CreateOptions{})
-		if err != nil && strings.Contains(err.Error(), policy) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("policy %s is not enforced after %s: %v", policy, enforcedWithin, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 	for i, r := range recorders {
 		if _, err := as(r, "system:masters", "system:authenticated").CoreV1().Events(project).Create(ctx, event(fmt.Sprintf("kargo.%d", i), "FreightApproved"), metav1.CreateOptions{}); err != nil {
 			t.Errorf("%s's FreightApproved Event was refused: %v", r, err)

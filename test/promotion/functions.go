@@ -113,17 +113,24 @@ func (f *functions) commitFrom(a ...any) (any, error) {
 // freightMetadata is functions.go freightMetadata(): the Freight's status.metadata, each value decoded
 // from JSON; nil for Freight without metadata or that does not exist.
 func (f *functions) freightMetadata(a ...any) (any, error) {
+	return metadataOf(f.store, a, "first argument must be string", "freight ref name must not be empty")
+}
+
+// metadataOf is what freightMetadata() and stageMetadata() share (akuity/kargo v1.11.2
+// pkg/expressions/function/functions.go): one non-empty name, then the object's metadata, with Kargo's
+// messages for a wrong argument.
+func metadataOf(store *FreightStore, a []any, notString, empty string) (any, error) {
 	if len(a) != 1 {
 		return nil, fmt.Errorf("expected 1 argument, got %d", len(a))
 	}
 	name, ok := a[0].(string)
 	if !ok {
-		return nil, fmt.Errorf("first argument must be string, got %T", a[0])
+		return nil, fmt.Errorf("%s, got %T", notString, a[0])
 	}
 	if name == "" {
-		return nil, fmt.Errorf("freight ref name must not be empty")
+		return nil, fmt.Errorf("%s", empty)
 	}
-	metadata, _, err := f.store.Metadata(name)
+	metadata, _, err := store.Metadata(name)
 	if err != nil || metadata == nil {
 		return nil, err
 	}

@@ -3,10 +3,10 @@ package promotion
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -168,20 +168,22 @@ func TestAnUpdateTakesOnlyWhatItsPreviewPreviewsNow(t *testing.T) {
 	}
 }
 
+// guardedUpdates is ownPreviews with its update stages in order; a pipeline without one skips the test.
+func guardedUpdates(t *testing.T) (map[string]string, []string) {
+	t.Helper()
+	previews := ownPreviews(t)
+	if len(previews) == 0 {
+		t.Skip("no update stage of this pipeline takes Freight through its own preview")
+	}
+	return previews, slices.Sorted(maps.Keys(previews))
+}
+
 // One update stage and its preview through the engine against the repository: the update refused before
 // its preview ran and for other Freight, the preview recording what it previews, the update then pushed;
 // each push carrying the promotion's name as PKO's reconcile request, so the same commit runs again.
 func TestPreviewThenUpdateThroughTheEngine(t *testing.T) {
 	t.Parallel()
-	previews := ownPreviews(t)
-	updates := make([]string, 0, len(previews))
-	for u := range previews {
-		updates = append(updates, u)
-	}
-	if len(updates) == 0 {
-		t.Skip("no update stage of this pipeline takes Freight through its own preview")
-	}
-	sort.Strings(updates)
+	previews, updates := guardedUpdates(t)
 	update, preview := updates[0], previews[updates[0]]
 	r := newRemote(t)
 	for _, s := range []string{preview, update} {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 	"testing"
 	"time"
 )
@@ -26,15 +25,7 @@ func rollbackRequest(t *testing.T, kind, to string, from map[string]string, stag
 // request covers it: into one of its stages, of its Freight `to`; with the Freight that stage ran before.
 func TestTheRecordCarriesTheRollbackRequestOnlyForItsFreightAndStages(t *testing.T) {
 	t.Parallel()
-	previews := ownPreviews(t)
-	updates := make([]string, 0, len(previews))
-	for u := range previews {
-		updates = append(updates, u)
-	}
-	if len(updates) == 0 {
-		t.Skip("no update stage of this pipeline takes Freight through its own preview")
-	}
-	sort.Strings(updates)
+	previews, updates := guardedUpdates(t)
 	update, preview := updates[len(updates)-1], previews[updates[len(updates)-1]]
 	name := "rollback-" + environmentOf(t, update)
 	r := newRemote(t)

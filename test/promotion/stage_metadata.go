@@ -1,8 +1,6 @@
 package promotion
 
 import (
-	"fmt"
-
 	"infra-change-platform/test/internal/plan"
 )
 
@@ -20,19 +18,5 @@ func stageStore(kargo *plan.Project) *FreightStore {
 // stageMetadata is functions.go stageMetadata(): the Stage's status.metadata, each value decoded from JSON;
 // nil for a Stage without metadata or that does not exist.
 func (f *functions) stageMetadata(a ...any) (any, error) {
-	if len(a) != 1 {
-		return nil, fmt.Errorf("expected 1 argument, got %d", len(a))
-	}
-	name, ok := a[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("argument must be string, got %T", a[0])
-	}
-	if name == "" {
-		return nil, fmt.Errorf("stage name must not be empty")
-	}
-	metadata, _, err := f.stages.Metadata(name)
-	if err != nil || metadata == nil {
-		return nil, err
-	}
-	return metadata, nil
+	return metadataOf(f.stages, a, "argument must be string", "stage name must not be empty")
 }
