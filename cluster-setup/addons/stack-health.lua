@@ -99,10 +99,11 @@ if driftCheck and failedNow and last.type == "preview" and
     " --reconcile`, through the preview stop" ..
     lastError() .. " (workspace pod " .. pod .. ")" }
 end
--- Checking again at the generation its last check passed (every interval, or on a reconcile request): still
--- Healthy, so the stage does not turn Progressing every interval.
+-- Checking again, every interval, at the generation and reconcile request its last check passed: still
+-- Healthy, so the stage does not turn Progressing every interval. A promotion's new reconcile request is
+-- Progressing until its check has run, like any Stack's: the stage's verification waits for it.
 local reconcilingNow = condition("Reconciling")
-if driftCheck and last ~= nil and last.state == "succeeded" and last.generation == generation and
+if driftCheck and ranNow and last.state == "succeeded" and last.generation == generation and
   reconcilingNow ~= nil and reconcilingNow.status == "True" then
   return { status = "Healthy", message = "drift check running again; the last one found no drift" }
 end
