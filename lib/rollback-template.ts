@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import YAML from "yaml";
 import { isDeepStrictEqual } from "node:util";
-import { stackManifestFile } from "./pipeline/names";
+import { driftManifestFile, stackManifestFile } from "./pipeline/names";
 import type { Pipeline } from "./pipeline/schema";
 import { renderStacks } from "./pipeline/stacks";
 
@@ -52,14 +52,18 @@ export function templateDifferences(
   return differingPaths(admitted(older), admitted(today));
 }
 
-/** `git show <commit>:<stacks.dir>/<stage>.yaml` in `repository`; undefined when the commit lacks the file. */
+/**
+ * `git show <commit>:<stacks.dir>/<name>` in `repository` (the stage's Stack, or `name` such as its drift
+ * check's); undefined when the commit lacks the file.
+ */
 export function templateAt(
   repository: string,
   p: Pipeline,
   commit: string,
   stage: string,
+  name = stackManifestFile(stage),
 ): string | undefined {
-  const file = path.posix.join(path.posix.normalize(p.stacks.dir), stackManifestFile(stage));
+  const file = path.posix.join(path.posix.normalize(p.stacks.dir), name);
   const r = spawnSync("git", ["-C", repository, "cat-file", "-e", `${commit}^{commit}`], {
     encoding: "utf8",
   });
@@ -77,10 +81,15 @@ export function templateAt(
 
 export interface TemplateRefusal {
   stage: string;
+  /** The template's file under stacks.dir: the stage's Stack, or an update stage's drift check. */
+  file: string;
   fields: string[];
 }
 
-/** Every stage whose template at `commit` the API server would refuse today, with the fields. */
+/**
+ * Every stage whose templates at `commit` the API server would refuse today, with the fields: its Stack's,
+ * and an update stage's drift check's, which its promotion copies from the same commit (lib/pipeline/drift.ts).
+ */
 export function templateRefusals(
   repository: string,
   p: Pipeline,
@@ -89,14 +98,15 @@ export function templateRefusals(
 ): TemplateRefusal[] {
   const today = renderStacks(p);
   return stages
-    .map((stage) => ({
-      stage,
-      fields: templateDifferences(
-        stage,
-        today.get(stackManifestFile(stage)),
-        templateAt(repository, p, commit, stage),
-      ),
-    }))
+    .flatMap((stage) =>
+      [stackManifestFile(stage), driftManifestFile(stage)]
+        .filter((file, i) => i === 0 || today.has(file))
+        .map((file) => ({
+          stage,
+          file,
+          fields: templateDifferences(stage, today.get(file), templateAt(repository, p, commit, stage, file)),
+        })),
+    )
     .filter((r) => r.fields.length > 0);
 }
 
@@ -105,8 +115,7 @@ export function refusalText(p: Pipeline, commit: string, refusals: TemplateRefus
   return [
     `refused: the Stack template of ${refusals.length} stage(s) at ${commit} differs from today's, which is all the API server admits; nothing was promoted. Revert on main instead.`,
     ...refusals.map(
-      (r) =>
-        `  ${path.posix.join(p.stacks.dir, stackManifestFile(r.stage))} (stage ${r.stage}): ${r.fields.join(", ")}`,
+      (r) => `  ${path.posix.join(p.stacks.dir, r.file)} (stage ${r.stage}): ${r.fields.join(", ")}`,
     ),
   ].join("\n");
 }

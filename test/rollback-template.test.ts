@@ -4,7 +4,9 @@
 import * as fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { pipeline as definition } from "../kargo/pipeline";
+import { driftManifestFile, stackManifestFile } from "../lib/pipeline/names";
 import { rollbackPlan } from "../lib/pipeline/rollback";
+import { renderStacks } from "../lib/pipeline/stacks";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { refusalText, templateAt, templateRefusals } from "../lib/rollback-template";
 import { changedTemplate, templateRepo, todaysTemplates } from "./rollback-support";
@@ -39,7 +41,11 @@ describe("the rollback's template check", () => {
     );
     const refusals = templateRefusals(repo.root, p, older, stages);
     expect(refusals).toEqual([
-      { stage: changed, fields: ["spec.refresh", "spec.workspaceTemplate.spec.image"] },
+      {
+        stage: changed,
+        file: stackManifestFile(changed),
+        fields: ["spec.refresh", "spec.workspaceTemplate.spec.image"],
+      },
     ]);
     expect(refusals.map((r) => r.stage)).not.toContain(untouched);
     const text = refusalText(p, older, refusals);
@@ -55,10 +61,27 @@ describe("the rollback's template check", () => {
     files.delete(`${p.stacks.dir}/${changed}.yaml`);
     const without = repo.commit(files, "no template of one stage");
     expect(templateRefusals(repo.root, p, without, stages)).toEqual([
-      { stage: changed, fields: ["the whole file: the stage had no template at that commit"] },
+      {
+        stage: changed,
+        file: stackManifestFile(changed),
+        fields: ["the whole file: the stage had no template at that commit"],
+      },
     ]);
     expect(() => templateRefusals(repo.root, p, "f".repeat(40), stages)).toThrow(
       /is not in the clone at .*fetch origin/,
     );
+  });
+
+  it("refuses an older commit without an update stage's drift check, which its promotion copies from there", () => {
+    const today = renderStacks(p);
+    const updates = plan.steps.map((s) => s.update).filter((u) => today.has(driftManifestFile(u)));
+    if (updates.length === 0) return; // drift checks off (verification.driftInterval: off): nothing to copy
+    const files = todaysTemplates(p);
+    fs.rmSync(`${repo.root}/${p.stacks.dir}`, { recursive: true });
+    for (const u of updates) files.delete(`${p.stacks.dir}/${driftManifestFile(u)}`);
+    const before = repo.commit(files, "before drift checks");
+    const refusals = templateRefusals(repo.root, p, before, stages);
+    expect(refusals.map((r) => r.file).sort()).toEqual(updates.map(driftManifestFile).sort());
+    expect(refusalText(p, before, refusals)).toContain(`${p.stacks.dir}/${driftManifestFile(updates[0]!)}`);
   });
 });
