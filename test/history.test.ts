@@ -81,6 +81,19 @@ describe("npm run history", () => {
   const update = stages.find((s) => s.kind === "update" && s.from !== "warehouse" && s.from.length === 1)!;
   const preview = (update.from as string[])[0]!;
 
+  /** The history the environment's stage branches print when they hold these records, one commit each. */
+  const historyOfRecords = (records: { freight: string }[]) => {
+    const dir = repository(
+      records.map((r) => ({
+        stage: update.name,
+        freight: r.freight,
+        by: [],
+        raw: `x\n\n${recordTrailer}: ${JSON.stringify(r)}`,
+      })),
+    );
+    return formatHistory(environment, environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/")));
+  };
+
   it("reads each promotion of the environment, newest first, with its approvals, its preview and its links", () => {
     const dir = repository([
       { stage: preview, freight: "a".repeat(40), by: [hostile, "carol"] },
@@ -110,18 +123,7 @@ describe("npm run history", () => {
   it("pairs each approval with its time from the newest, an approval from before times were having none", () => {
     const r = record(update.name, "d".repeat(40), ["dave", "erin"]);
     r.approvals[0]!.at = ["2026-03-04T05:06:07Z"];
-    const dir = repository([
-      {
-        stage: update.name,
-        freight: "d".repeat(40),
-        by: [],
-        raw: `x\n\n${recordTrailer}: ${JSON.stringify(r)}`,
-      },
-    ]);
-    const text = formatHistory(
-      environment,
-      environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/")),
-    );
+    const text = historyOfRecords([r]);
     expect(text).toContain('"dave" at null, "erin" at "2026-03-04T05:06:07Z"');
   });
 
@@ -132,18 +134,7 @@ describe("npm run history", () => {
     };
     const none = { ...record(update.name, "f".repeat(40), []), stopApproval: {} };
     const older = record(update.name, "0".repeat(40), []);
-    const dir = repository(
-      [approved, none, older].map((r) => ({
-        stage: update.name,
-        freight: r.freight,
-        by: [],
-        raw: `x\n\n${recordTrailer}: ${JSON.stringify(r)}`,
-      })),
-    );
-    const text = formatHistory(
-      environment,
-      environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/")),
-    );
+    const text = historyOfRecords([approved, none, older]);
     const lines = text.split("\n").filter((l) => l.includes("stopped preview approved by"));
     expect(lines).toEqual([
       `  stopped preview approved by ${JSON.stringify(hostile)} at "2026-05-06T07:08:09Z"`,
@@ -169,18 +160,7 @@ describe("npm run history", () => {
       },
     };
     const ordinary = { ...record(update.name, from, []), rollback: null };
-    const dir = repository(
-      [ordinary, rollback, reconcile].map((r) => ({
-        stage: update.name,
-        freight: r.freight,
-        by: [],
-        raw: `x\n\n${recordTrailer}: ${JSON.stringify(r)}`,
-      })),
-    );
-    const text = formatHistory(
-      environment,
-      environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/")),
-    );
+    const text = historyOfRecords([ordinary, rollback, reconcile]);
     const lines = text.split("\n").filter((l) => /^ {2}(rollback|reconcile) /.test(l));
     expect(lines).toEqual([
       `  reconcile of "${current}" by "carol@example.com" at "${at}": "drift"`,
