@@ -18,6 +18,16 @@ export class SetupError extends Error {}
 /** Thrown when Kargo refuses a call for lack of permission (HTTP 403 from its API server). */
 export class PermissionError extends Error {}
 
+/** What `act` returns, or the {@link PermissionError} Kargo refused it with; any other error is thrown. */
+export function orRefused<T>(act: () => T): T | PermissionError {
+  try {
+    return act();
+  } catch (err) {
+    if (err instanceof PermissionError) return err;
+    throw err;
+  }
+}
+
 const install: Record<string, string> = {
   kargo:
     "install the Kargo CLI at the version of the platform (v1.11.2: github.com/akuity/kargo/releases) and put it on PATH",

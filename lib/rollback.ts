@@ -10,6 +10,7 @@ import {
   getFreight,
   getStage,
   PermissionError,
+  orRefused,
   promote,
   signedIn,
   updateConfigMap,
@@ -83,17 +84,15 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
     const record = recordData(plan, r, freight.name, running, signedIn());
     if (r.dryRun)
       io.out(`would run: kargo ${updateConfigMapArgs(project, name, record).map(quoted).join(" ")}`);
-    else
-      try {
-        updateConfigMap(project, name, record);
-      } catch (err) {
-        if (!(err instanceof PermissionError)) throw err;
-        const who = [...new Set([...plan.deciders, ...plan.promoters])].join(", ") || "admins only";
+    else {
+      const refused = orRefused(() => updateConfigMap(project, name, record));
+      if (refused instanceof PermissionError) {
         io.out(
-          `${name}: Kargo refused the rollback request (${err.message}); a rollback of ${plan.environment} is asked for by a member of ${who}`,
+          `${name}: Kargo refused the rollback request (${refused.message}); a rollback of ${plan.environment} is asked for by a member of ${requesters(plan)}`,
         );
         return 1;
       }
+    }
   }
   if (r.dryRun) {
     for (const s of plan.steps)
@@ -122,18 +121,14 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
     if (done.previewed) verdict = done.previewed;
     else {
       io.out(`promoting ${freight.name} into ${step.preview} (preview of ${step.program})`);
-      let promotion: string;
-      try {
-        promotion = promote(project, step.preview, { freight: freight.name }).name;
-      } catch (err) {
-        if (!(err instanceof PermissionError)) throw err;
-        const who = [...new Set([...plan.deciders, ...plan.promoters])].join(", ") || "admins only";
+      const promoted = orRefused(() => promote(project, step.preview, { freight: freight.name }));
+      if (promoted instanceof PermissionError) {
         io.out(
-          `${step.preview}: Kargo refused the preview (${err.message}); a rollback of ${plan.environment} is started by a member of ${who}`,
+          `${step.preview}: Kargo refused the preview (${promoted.message}); a rollback of ${plan.environment} is started by a member of ${requesters(plan)}`,
         );
         return 1;
       }
-      verdict = waitFor(project, step.preview, promotion, freight.name, timing("preview"));
+      verdict = waitFor(project, step.preview, promoted.name, freight.name, timing("preview"));
       fresh = true;
     }
     if (verdict.ok) io.out(`${step.preview}: preview verified, it passed`);
@@ -151,18 +146,15 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
       passable = false;
     }
     io.out(`promoting ${freight.name} into ${step.update} (update of ${step.program})`);
-    let promotion: string;
-    try {
-      promotion = promote(project, step.update, { freight: freight.name }).name;
-    } catch (err) {
-      if (!(err instanceof PermissionError)) throw err;
+    const promoted = orRefused(() => promote(project, step.update, { freight: freight.name }));
+    if (promoted instanceof PermissionError) {
       io.out(
-        `${step.update}: Kargo refused the update: only the environment's deciders may promote it by hand (${err.message})`,
+        `${step.update}: Kargo refused the update: only the environment's deciders may promote it by hand (${promoted.message})`,
       );
       io.out(stopText(plan, r, freight.name));
       return 1;
     }
-    const updated = waitFor(project, step.update, promotion, freight.name, timing("update"));
+    const updated = waitFor(project, step.update, promoted.name, freight.name, timing("update"));
     if (!updated.ok) {
       io.out(`${step.update}: the update did not verify, the rollback stops here:\n${updated.message}`);
       return 1;
@@ -176,6 +168,10 @@ export function rollback(p: Pipeline, r: RollbackRequest, io: Console): number {
 }
 
 /** The verification's stop, as kargo/verification/verify.mjs words it, apart from any other failure. */
+/** Who may ask for (and start) a rollback of the plan's environment, as a refusal names them. */
+const requesters = (plan: RollbackPlan) =>
+  [...new Set([...plan.deciders, ...plan.promoters])].join(", ") || "admins only";
+
 const isStop = (message: string) => /\bstops on\b/.test(message);
 
 function stopText(plan: RollbackPlan, r: RollbackRequest, freight: string): string {
