@@ -8,7 +8,7 @@ import { pipeline as definition } from "../kargo/pipeline";
 import { createValidator } from "../lib/crds/validate";
 import { runStages } from "../lib/pipeline/graph";
 import { stageSpec } from "../lib/pipeline/promotion";
-import { rollbackPlan, rollbackRequestName } from "../lib/pipeline/rollback";
+import { rollbackPlan, rollbackRequestName, type RollbackStep } from "../lib/pipeline/rollback";
 import { validatePipeline } from "../lib/pipeline/validate";
 import { continueCommand, resume, rollback } from "../lib/rollback";
 import { validatedFork } from "./generated-forks";
@@ -129,6 +129,15 @@ describe("npm run rollback against Kargo's answers", () => {
     });
   });
 
+  /** With the failure gone, `--continue` finishes the rollback: every step previewed, then updated. */
+  const continuesToTheEnd = (steps: RollbackStep[]) => {
+    const saved = state();
+    saved.verdicts = {};
+    reset(saved);
+    expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
+    expect(promoted()).toEqual(steps.flatMap((s) => [s.preview, s.update]));
+  };
+
   it("stops at a preview that fails (not a stop) and previews again when continued", () => {
     lines.length = 0;
     const [first, ...rest] = rollbackPlan(example, environment).steps;
@@ -137,11 +146,7 @@ describe("npm run rollback against Kargo's answers", () => {
     expect(rollback(example, request(environment), io)).toBe(1);
     expect(promoted()).toEqual([first!.preview]);
     expect(lines.join("\n")).toContain("the preview failed, the rollback stops here");
-    const saved = state();
-    saved.verdicts = {};
-    reset(saved);
-    expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
-    expect(promoted()).toEqual([first!, ...rest].flatMap((s) => [s.preview, s.update]));
+    continuesToTheEnd([first!, ...rest]);
   });
 
   it("previews again when an update does not verify (the state changed under it), then goes on", () => {
@@ -153,11 +158,7 @@ describe("npm run rollback against Kargo's answers", () => {
     expect(rollback(example, request(environment), io)).toBe(1);
     expect(promoted()).toEqual([first!.preview, first!.update]);
     expect(lines.join("\n")).toContain("did more than its preview");
-    const saved = state();
-    saved.verdicts = {};
-    reset(saved);
-    expect(rollback(example, request(environment, { resume: true, message: undefined }), io)).toBe(0);
-    expect(promoted()).toEqual([first!, ...rest].flatMap((s) => [s.preview, s.update]));
+    continuesToTheEnd([first!, ...rest]);
   });
 
   it("stops before promoting anything when Kargo refuses the request, naming who may ask for a rollback", () => {
