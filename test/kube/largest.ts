@@ -6,7 +6,7 @@
 // workspace image changed. Also its approval admission (lib/pipeline/approval-admission.ts, several policies
 // at this size) and each Kargo stage's kind and Freight sources. Prints one JSON document on stdout.
 import { stackAdmission, stageAdmissionName } from "../../lib/pipeline/admission";
-import { approvalAdmission } from "../../lib/pipeline/approval-admission";
+import { approvalAdmission, approvalAdmissionOf } from "../../lib/pipeline/approval-admission";
 import { programStages, runStages } from "../../lib/pipeline/graph";
 import { stackObjectName } from "../../lib/pipeline/names";
 import { WORKSPACE_IMAGES } from "../../lib/pipeline/schema";
@@ -25,6 +25,8 @@ const replanned = largestPipeline({
   programs: definition.programs.map((x) => (x.name === first.program ? { ...x, workspaceImage: other } : x)),
 });
 
+const policyOf = approvalAdmissionOf(p);
+
 process.stdout.write(
   JSON.stringify({
     namespace: p.stacks.namespace,
@@ -42,10 +44,12 @@ process.stdout.write(
     ],
     approvals: {
       project: p.project,
+      // The policy judging each stage's approvals: the Go side checks each policy's boundary stages and kinds.
       admission: approvalAdmission(p),
       stages: runStages(p).map((s) => ({
         name: s.name,
         kind: s.kind,
+        policy: policyOf(s.name),
         environment: s.kind === "gate" ? "" : s.environment,
         program: s.kind === "gate" || s.kind === "join" ? "" : s.program,
         spec: { requestedFreight: stageSpec(p, s).requestedFreight },
