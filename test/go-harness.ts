@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { goModuleDirs } from "./go-modules";
+import { buildChains, goModuleDirs } from "./go-modules";
 
 const root = path.resolve(__dirname, "..");
 const testDir = path.join(root, "test");
@@ -86,47 +86,48 @@ async function main() {
   // pins, which test/go.mod cannot hold beside the one Argo Rollouts pins); test/argoevents/go.mod (Argo
   // Events v1.9.10, whose Kubernetes and notifications-engine pins differ again); test/pulumiengine/go.mod
   // (Pulumi's deployment engine, whose gRPC and OpenTelemetry pins are its own). A package path under
-  // ./<module>/ runs in that module. They run at once: each `go test` leaves cores idle while its slowest
-  // package runs alone, and the next module's builds fill them. Each module's report is printed as it ends.
+  // ./<module>/ runs in that module. Modules that build the same Kubernetes client run one after another
+  // (buildChains), the rest at once: each `go test` leaves cores idle while its slowest package runs alone,
+  // and the next module's builds fill them. Each module's report is printed as it ends.
   const nested = goModuleDirs
     .filter((d) => d !== "test")
     .map((d) => path.relative(testDir, path.join(root, d)));
   const given = process.argv.slice(2);
   const own = nested.find((m) => given[0]?.replace(/^\.\//, "").startsWith(`${m}/`));
-  const runs: { dir: string; targets: string[] }[] =
+  const chains: { dir: string; targets: string[] }[][] =
     given.length === 0
-      ? [
-          { dir: testDir, targets: ["./..."] },
-          ...nested.map((m) => ({ dir: path.join(testDir, m), targets: ["./..."] })),
-        ]
+      ? buildChains().map((chain) => chain.map((d) => ({ dir: path.join(root, d), targets: ["./..."] })))
       : own
-        ? [{ dir: path.join(testDir, own), targets: ["./...", ...given.slice(1)] }]
-        : [{ dir: testDir, targets: given }];
+        ? [[{ dir: path.join(testDir, own), targets: ["./...", ...given.slice(1)] }]]
+        : [[{ dir: testDir, targets: given }]];
   await Promise.all(
-    runs.map(
-      ({ dir, targets }) =>
-        new Promise<void>((resolve) => {
-          const args = ["test", "-json", "-count=1", "-timeout=0", ...targets];
-          const child = spawn("go", args, {
-            cwd: dir,
-            stdio: ["ignore", "pipe", "inherit"],
-            env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
-          });
-          const out: Buffer[] = [];
-          child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
-          child.on("error", (err) => {
-            console.error(`test:engines: go test in ${path.relative(root, dir)}: ${err.message}`);
-            process.exitCode = 1;
-            resolve();
-          });
-          child.on("close", (status) => {
-            report(Buffer.concat(out).toString("utf8"));
-            if (status !== 0) process.exitCode = status ?? 1;
-            resolve();
-          });
-        }),
-    ),
+    chains.map(async (chain) => {
+      for (const run of chain) await goTest(run);
+    }),
   );
+}
+
+function goTest({ dir, targets }: { dir: string; targets: string[] }): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const args = ["test", "-json", "-count=1", "-timeout=0", ...targets];
+    const child = spawn("go", args, {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
+    });
+    const out: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.on("error", (err) => {
+      console.error(`test:engines: go test in ${path.relative(root, dir)}: ${err.message}`);
+      process.exitCode = 1;
+      resolve();
+    });
+    child.on("close", (status) => {
+      report(Buffer.concat(out).toString("utf8"));
+      if (status !== 0) process.exitCode = status ?? 1;
+      resolve();
+    });
+  });
 }
 
 main()

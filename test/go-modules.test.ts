@@ -6,29 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../lib/cli/plan/projects";
-
-/** Each module path go.mod requires, at the version it resolves to (a `replace` with a version wins). */
-export function requirements(goMod: string): Map<string, string> {
-  const found = new Map<string, string>();
-  const replaced = new Map<string, string>();
-  let block: "require" | "replace" | undefined;
-  for (const raw of goMod.split("\n")) {
-    const line = raw.replace(/\/\/.*$/, "").trim();
-    if (line === ")") block = undefined;
-    else if (/^(require|replace) \($/.test(line)) block = line.startsWith("require") ? "require" : "replace";
-    else {
-      const one = /^(require|replace) (.+)$/.exec(line);
-      const kind = one ? (one[1] as "require" | "replace") : block;
-      const body = one ? one[2]! : line;
-      const replace = /^(\S+)(?: \S+)? => (\S+) (\S+)$/.exec(body);
-      const require = /^(\S+) (v\S+)$/.exec(body);
-      if (kind === "replace" && replace) replaced.set(replace[1]!, replace[3]!);
-      else if (kind === "require" && require) found.set(require[1]!, require[2]!);
-    }
-  }
-  for (const [p, v] of replaced) if (found.has(p)) found.set(p, v);
-  return found;
-}
+import { buildChains, requirements } from "./go-modules";
 
 const read = (dir: string) => requirements(fs.readFileSync(path.join(repoRoot, dir, "go.mod"), "utf8"));
 
@@ -49,6 +27,30 @@ describe("the Go harness's modules", () => {
     expect(differing).toEqual([]);
     // And the engine itself is not the one Argo Rollouts pins: the module exists for that difference.
     expect(own.get(argoCdPins[0]!)).not.toBe(parent.get(argoCdPins[0]!));
+  });
+
+  it("run one after another where they build the same Kubernetes client, nested modules first", () => {
+    const chains = buildChains();
+    const client = (dir: string) => read(dir).get("k8s.io/client-go");
+    // Each module in exactly one chain; in a chain, one client; across chains, different clients or none.
+    expect(chains.flat().sort()).toEqual(
+      fs
+        .readdirSync(path.join(repoRoot, "test"), { recursive: true, encoding: "utf8" })
+        .filter((f) => path.basename(f) === "go.mod" && !f.split(path.sep).includes("node_modules"))
+        .map((f) =>
+          path
+            .join("test", path.dirname(f))
+            .replace(/\/(\.)?$/, "")
+            .replace(/\\/g, "/"),
+        )
+        .sort(),
+    );
+    for (const chain of chains) {
+      expect(new Set(chain.map(client)).size).toBe(1);
+      if (chain.includes("test")) expect(chain.at(-1)).toBe("test");
+    }
+    const shared = chains.map((c) => client(c[0]!)).filter((v) => v !== undefined);
+    expect(new Set(shared).size).toBe(shared.length);
   });
 
   it("reads a go.mod's requirements and replacements", () => {

@@ -17,3 +17,44 @@ function nested(dir: string): string[] {
 
 /** Folders relative to the repository root, test/ first. */
 export const goModuleDirs = ["test", ...nested("test")];
+
+/** Each module path go.mod requires, at the version it resolves to (a `replace` with a version wins). */
+export function requirements(goMod: string): Map<string, string> {
+  const found = new Map<string, string>();
+  const replaced = new Map<string, string>();
+  let block: "require" | "replace" | undefined;
+  for (const raw of goMod.split("\n")) {
+    const line = raw.replace(/\/\/.*$/, "").trim();
+    if (line === ")") block = undefined;
+    else if (/^(require|replace) \($/.test(line)) block = line.startsWith("require") ? "require" : "replace";
+    else {
+      const one = /^(require|replace) (.+)$/.exec(line);
+      const kind = one ? (one[1] as "require" | "replace") : block;
+      const body = one ? one[2]! : line;
+      const replace = /^(\S+)(?: \S+)? => (\S+) (\S+)$/.exec(body);
+      const require = /^(\S+) (v\S+)$/.exec(body);
+      if (kind === "replace" && replace) replaced.set(replace[1]!, replace[3]!);
+      else if (kind === "require" && require) found.set(require[1]!, require[2]!);
+    }
+  }
+  for (const [p, v] of replaced) if (found.has(p)) found.set(p, v);
+  return found;
+}
+
+/**
+ * The modules grouped into chains that run one after another: those that resolve the Kubernetes client to the
+ * same version. Run at once on empty caches, two `go test`s each compile that client and what uses it (Go's
+ * build cache shares only finished work); one after the other, the second finds it built. Nested modules come
+ * first in a chain: they are smaller, and test/go.mod, the longest run, then starts on a warm cache.
+ */
+export function buildChains(dirs: string[] = goModuleDirs): string[][] {
+  const chains = new Map<string, string[]>();
+  for (const dir of [...dirs.filter((d) => d !== "test"), ...dirs.filter((d) => d === "test")]) {
+    const client = requirements(fs.readFileSync(path.join(root, dir, "go.mod"), "utf8")).get(
+      "k8s.io/client-go",
+    );
+    const key = client ? `client-go ${client}` : dir;
+    chains.set(key, [...(chains.get(key) ?? []), dir]);
+  }
+  return [...chains.values()];
+}
