@@ -90,29 +90,29 @@ func loadScenario(t *testing.T, which string) (*rollbackScenario, *plan.Project,
 	work := filepath.Join(t.TempDir(), "main")
 	gitRun(t, filepath.Dir(r.Dir), "init", "--quiet", "--bare", "-b", "main", r.Dir)
 	gitRun(t, filepath.Dir(work), "init", "--quiet", "-b", "main", work)
-	commit := func(change func(string) string, msg string) string {
+	commit := func(msg string, change func(file, text string) string) string {
 		for file, text := range s.Stacks {
 			p := filepath.Join(work, s.StacksDir, file)
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if changed := change(text); changed != text || msg == "A" {
-				if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				t.Fatalf("%s: no workspaceReclaimPolicy to change for Freight B", file)
+			if err := os.WriteFile(p, []byte(change(file, text)), 0o644); err != nil {
+				t.Fatal(err)
 			}
 		}
 		gitRun(t, work, "add", "-A")
 		gitRun(t, work, "commit", "--quiet", "-m", msg)
 		return gitRun(t, work, "rev-parse", "HEAD")
 	}
-	r.A = commit(func(s string) string { return s }, "A")
+	r.A = commit("A", func(_, text string) string { return text })
 	// As buildTemplate's B: every template changes.
-	r.B = commit(func(s string) string {
-		return strings.Replace(s, "workspaceReclaimPolicy: Delete", "workspaceReclaimPolicy: Retain", 1)
-	}, "B")
+	r.B = commit("B", func(file, text string) string {
+		changed := strings.Replace(text, "workspaceReclaimPolicy: Delete", "workspaceReclaimPolicy: Retain", 1)
+		if changed == text {
+			t.Fatalf("%s: no workspaceReclaimPolicy to change for Freight B", file)
+		}
+		return changed
+	})
 	gitRun(t, work, "push", "--quiet", r.Dir, "main")
 	return &s, project, r
 }
