@@ -8,7 +8,7 @@
 import { pipeline as definition } from "../kargo/pipeline";
 import type { Pipeline, PipelineInput } from "../lib/pipeline/schema";
 import { validatePipeline } from "../lib/pipeline/validate";
-import { packageJson, packageLock, tempRepo, writeProgram } from "./pipeline-support";
+import { packageJson, packageLock, tempRepo, writeProgram } from "./checkout-support";
 
 type StageInput = PipelineInput["stages"][number];
 type EnvironmentInput = PipelineInput["environments"][string];

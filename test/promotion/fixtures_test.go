@@ -85,9 +85,11 @@ type stageApp struct {
 	Name, Namespace, Branch, Manifest, Drift string
 }
 
-func appOf(t testing.TB, stage string) stageApp {
+func appOf(t testing.TB, stage string) stageApp { t.Helper(); return appIn(t, kargoPlan(t), stage) }
+
+// appIn is appOf in another pipeline's kargo project (a generated fork's).
+func appIn(t testing.TB, k *plan.Project, stage string) stageApp {
 	t.Helper()
-	k := kargoPlan(t)
 	project := k.OfKind("Project")[0].GetName()
 	for _, a := range k.OfKind("Application") {
 		if a.GetAnnotations()["kargo.akuity.io/authorized-stage"] == project+":"+stage {
