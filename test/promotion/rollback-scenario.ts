@@ -6,11 +6,15 @@
 //     in its order), every program's dependencies, the request's name and the stacks folder; for the fork, also
 //     the Kargo objects kargo/promotionPipeline.ts would register (Project, Warehouse, promote-stack, each
 //     program stage's Stage and Application) and its Stack templates (what `npm run stacks` writes).
+//   rollback-scenario.ts program <example|diamond> <environment> <program> <to> <from>
+//     `npm run rollback -- <environment> --to <to> --program <program>`: its arguments read as lib/cli/rollback.ts
+//     reads them, the steps lib/pipeline/rollback.ts returns for them and the request lib/rollback.ts writes
+//     (each update stage running Freight <from> before).
 //   rollback-scenario.ts history <example|diamond> <environment> <repository>
 //     `npm run history` of the fork's environment, read from the repository's refs/heads/stage/* (the
 //     command reads only kargo/pipeline.ts; this is lib/cli/history.ts with the fork's definition).
 //
-// Prints one JSON document (plan) or the history's text.
+// Prints one JSON document (plan, program) or the history's text.
 import { pipeline as definition } from "../../kargo/pipeline";
 import { environmentHistory, formatHistory, gitLog } from "../../lib/history";
 import { programStages } from "../../lib/pipeline/graph";
@@ -22,6 +26,8 @@ import type { Pipeline } from "../../lib/pipeline/schema";
 import { applicationSpec } from "../../lib/pipeline/stack-manifest";
 import { renderStacks } from "../../lib/pipeline/stacks";
 import { validatePipeline } from "../../lib/pipeline/validate";
+import { recordData } from "../../lib/rollback";
+import { parseRollbackArgs } from "../../lib/rollback-args";
 import { removeTempDirs } from "../checkout-support";
 import { validatedFork } from "../generated-forks";
 
@@ -31,8 +37,8 @@ const pipelines: Record<string, () => Pipeline> = {
   // As test/rollback-plan.test.ts: four programs, one, two after it, one after both, each in its own runtime.
   diamond: () => validatedFork({ environments: 2, layout: "chained", programs: 4, dependencies: "diamonds" }),
 };
-if (!which || !Object.hasOwn(pipelines, which) || (mode !== "plan" && mode !== "history")) {
-  console.error("usage: rollback-scenario.ts plan|history example|diamond ...");
+if (!which || !Object.hasOwn(pipelines, which) || !["plan", "program", "history"].includes(mode!)) {
+  console.error("usage: rollback-scenario.ts plan|program|history example|diamond ...");
   process.exit(2);
 }
 const p = pipelines[which]!();
@@ -44,6 +50,21 @@ if (mode === "history") {
   process.stdout.write(
     formatHistory(environment!, environmentHistory(p, environment!, gitLog(repository!, "refs/heads/"))),
   );
+} else if (mode === "program") {
+  const [environment, program, to, from] = rest;
+  const message = 'the release broke "uploads"\nroll back';
+  const a = parseRollbackArgs([environment!, "--to", to!, "--program", program!, "--message", message]);
+  const plan = rollbackPlan(p, a.environment, a.program);
+  const running = Object.fromEntries(plan.steps.map((s) => [s.update, from!]));
+  const request = recordData(
+    plan,
+    { kind: "rollback", message: a.message },
+    a.to!,
+    running,
+    "carol@example.com",
+    new Date("2026-11-28T11:00:00Z"),
+  );
+  process.stdout.write(JSON.stringify({ steps: plan.steps, request }));
 } else {
   const [argocdNamespace, argocdProject] = rest;
   // The last environment whose every program `npm run rollback` can take back (a preview, then an update that

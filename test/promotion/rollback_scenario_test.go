@@ -1,16 +1,13 @@
 package promotion
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -26,13 +23,9 @@ import (
 
 // rollbackScenario is what rollback-scenario.ts prints for one pipeline.
 type rollbackScenario struct {
-	Environment string `json:"environment"`
-	Steps       []struct {
-		Program string `json:"program"`
-		Preview string `json:"preview"`
-		Update  string `json:"update"`
-	} `json:"steps"`
-	Programs []struct {
+	Environment string         `json:"environment"`
+	Steps       []rollbackStep `json:"steps"`
+	Programs    []struct {
 		Name      string   `json:"name"`
 		DependsOn []string `json:"dependsOn"`
 	} `json:"programs"`
@@ -166,6 +159,11 @@ func TestARollbackOfAnEnvironmentThroughTheEngineInTheModelsOrder(t *testing.T) 
 			t.Parallel()
 			rollbackThroughTheEngine(t, which)
 		})
+		// `npm run rollback -- <environment> --to A --program <p>` (rollback_program_test.go).
+		t.Run(which+"-one-program", func(t *testing.T) {
+			t.Parallel()
+			rollbackOfOneProgram(t, which)
+		})
 	}
 }
 
@@ -174,93 +172,38 @@ func rollbackThroughTheEngine(t *testing.T, which string) {
 	if which == "diamond" && (len(s.Programs) < 4 || len(s.Runtimes) < 3) {
 		t.Fatalf("the fork runs %d programs in %v: the scenario wants a diamond of four in three runtimes", len(s.Programs), s.Runtimes)
 	}
-	a, b := freightAt(t, r, r.A), freightAt(t, r, r.B)
-	e := NewEngine(project, map[string]string{r.URL: r.Dir}, NewFreightStore(a, b))
-	for _, step := range s.Steps {
-		for _, stage := range []string{step.Preview, step.Update} {
-			kargoCreatedBranch(t, r, appIn(t, project, stage).Branch)
-		}
-	}
-	n := 0
-	run := func(stage string, f *Freight, actor string) (*Result, error) {
-		t.Helper()
-		n++
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		return e.Promote(ctx, Promotion{Name: fmt.Sprintf("%s.%d", stage, n), Stage: stage, Freight: f, Actor: actor, WorkDir: t.TempDir()})
-	}
-	promoted := func(stage string, f *Freight, actor string) *Result {
-		t.Helper()
-		res, err := run(stage, f, actor)
-		if err != nil {
-			t.Fatalf("promoting %s into %s: %v", f.Name, stage, err)
-		}
-		return res
-	}
-	// The premise: the environment runs B, released dependencies first with no request on record.
-	for i := len(s.Steps) - 1; i >= 0; i-- {
-		promoted(s.Steps[i].Preview, b, "controller:kargo-controller")
-		promoted(s.Steps[i].Update, b, "controller:kargo-controller")
-	}
+	sr := newScenarioRun(t, s, project, r)
+	a, b := sr.a, sr.b
 	from, updates := map[string]string{}, []string{}
 	for _, step := range s.Steps {
 		from[step.Update] = b.Name
 		updates = append(updates, step.Update)
 	}
 	request := rollbackRequest(t, "rollback", a.Name, from, updates)
-	e.ConfigMaps = map[string]map[string]string{s.Request: request}
+	sr.e.ConfigMaps = map[string]map[string]string{s.Request: request}
 	const person = "email:carol@example.com"
 
 	// Out of order once: the update of the model's last program before its preview took A is refused.
 	last := s.Steps[len(s.Steps)-1]
 	before := r.Ref(t, appIn(t, project, last.Update).Branch)
-	res, err := run(last.Update, a, person)
+	res, err := sr.run(last.Update, a, person)
 	refused(t, res, err, a, last.Preview, "Freight "+b.Name)
 	if r.Ref(t, appIn(t, project, last.Update).Branch) != before {
 		t.Errorf("the refused update moved %s", appIn(t, project, last.Update).Branch)
 	}
 
 	want := map[string]any{"kind": "rollback", "to": a.Name, "from": b.Name, "by": request["by"], "message": request["message"], "at": request["at"]}
-	var order []string
-	for _, step := range s.Steps {
-		for _, stage := range []string{step.Preview, step.Update} {
-			app := appIn(t, project, stage)
-			_, earlier := stackOn(t, r, app)
-			res := promoted(stage, a, person)
-			commit, again := stackOn(t, r, app)
-			if commit != r.A || again != res.Promotion || again == earlier {
-				t.Errorf("%s: the Stack runs %s with reconcile request %q (before %q), want %s with a fresh one, %q", stage, commit, again, earlier, r.A, res.Promotion)
-			}
-			got := recordOf(t, r, r.Ref(t, app.Branch))["rollback"]
-			if stage == step.Preview {
-				if md, _, _ := e.Stages.Metadata(stage); fmt.Sprint(md[previewingKey].(map[string]any)["freight"]) != a.Name {
-					t.Errorf("%s: previewing %v after the rollback's preview of %s", stage, md[previewingKey], a.Name)
-				}
-				if got != nil {
-					t.Errorf("the preview %s's record carries rollback %v: the request covers update stages only", stage, got)
-				}
-			} else if !reflect.DeepEqual(got, want) {
-				t.Errorf("the record of %s carries rollback %#v, want %#v", stage, got, want)
-			}
-		}
-		order = append(order, step.Program)
-	}
+	order := sr.takeBack(s.Steps, person, want)
 
 	// Every program of the environment, once, each after every program that depends on it.
-	at := map[string]int{}
-	for i, p := range order {
-		at[p] = i
+	at := map[string]bool{}
+	for _, p := range order {
+		at[p] = true
 	}
 	if len(at) != len(order) || len(order) != len(s.Programs) {
 		t.Errorf("the rollback updated %v, want each of the %d programs once", order, len(s.Programs))
 	}
-	for p, deps := range dependents(s) {
-		for d := range deps {
-			if at[d] > at[p] {
-				t.Errorf("%s was updated before %s, which depends on it (order %v)", p, d, order)
-			}
-		}
-	}
+	dependentsFirst(t, s, order)
 	checkHistory(t, which, s, r, a, b, request)
 }
 
