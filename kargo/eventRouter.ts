@@ -5,6 +5,7 @@
 // the Sensor's alone.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { driftRecordName, driftRecordStages } from "../lib/pipeline/drift-record";
 import {
   eventSourceAccount,
   eventSourceName,
@@ -15,6 +16,7 @@ import {
 } from "../lib/pipeline/events";
 import {
   approvalEventAdmission,
+  driftRecordAdmission,
   serviceAccountUser,
   stopApprovalAdmission,
 } from "../lib/pipeline/events-admission";
@@ -48,16 +50,21 @@ export class EventRouter extends pulumi.ComponentResource {
       new k8s.core.v1.ServiceAccount(`${name}-${id}`, { metadata: { name: accountName, namespace } }, o);
     // Least privilege in the project's namespace: the EventSource reads Events, the Sensor creates ConfigMaps
     // (the admission policy narrows that to the approval records).
-    const grant = (id: string, accountName: string, rules: k8s.types.input.rbac.v1.PolicyRule[]) => {
+    const grant = (
+      id: string,
+      accountName: string,
+      rules: k8s.types.input.rbac.v1.PolicyRule[],
+      where: pulumi.Input<string> = args.projectNamespace,
+    ) => {
       const role = new k8s.rbac.v1.Role(
         `${name}-${id}`,
-        { metadata: { name: accountName, namespace: args.projectNamespace }, rules },
+        { metadata: { name: accountName, namespace: where }, rules },
         o,
       );
       new k8s.rbac.v1.RoleBinding(
         `${name}-${id}`,
         {
-          metadata: { name: accountName, namespace: args.projectNamespace },
+          metadata: { name: accountName, namespace: where },
           roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name },
           subjects: [{ kind: "ServiceAccount", name: accountName, namespace }],
         },
@@ -68,13 +75,29 @@ export class EventRouter extends pulumi.ComponentResource {
     grant("source", eventSourceAccount, [
       { apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] },
     ]);
+    // The drift checks' Events, where PKO records them: the stacks namespace (lib/pipeline/drift-record.ts).
+    const drift = driftRecordStages(p).map((s) => driftRecordName(s.name));
+    if (drift.length > 0)
+      grant(
+        "source-drift",
+        eventSourceAccount,
+        [{ apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] }],
+        p.stacks.namespace,
+      );
     account("sensor", sensorAccount);
-    grant("sensor", sensorAccount, [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create"] }]);
+    grant("sensor", sensorAccount, [
+      { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
+      // Argo Events' patch reads the drift record, then patches it (drift-record.ts): those names alone.
+      ...(drift.length > 0
+        ? [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "patch"], resourceNames: drift }]
+        : []),
+    ]);
 
     // The records are the Sensor's alone, and the Events they are made from Kargo's alone.
     const policies = [
       stopApprovalAdmission(p, serviceAccountUser(namespace, sensorAccount)),
       approvalEventAdmission(p, args.kargoNamespace),
+      ...(drift.length > 0 ? [driftRecordAdmission(p, serviceAccountUser(namespace, sensorAccount))] : []),
     ].map(({ policy, binding }) => {
       const vap = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
         policy.metadata.name,
@@ -88,6 +111,15 @@ export class EventRouter extends pulumi.ComponentResource {
       );
       return vap;
     });
+
+    // Each drift record, empty until a check finds drift: the record's configMap() reads it, and the Sensor
+    // patches it. Its data is the Sensor's: a deploy never resets it.
+    for (const record of drift)
+      new k8s.core.v1.ConfigMap(
+        `${name}-${record}`,
+        { metadata: { name: record, namespace: args.projectNamespace } },
+        { ...o, dependsOn: policies, ignoreChanges: ["data"] },
+      );
 
     new k8s.apiextensions.CustomResource(
       `${name}-source`,

@@ -1,6 +1,7 @@
 // Who may write what the record of a stopped preview's approval rests on, as the API server enforces it: the
 // ConfigMap Argo Events' Sensor creates (lib/pipeline/events.ts), and the Kubernetes Event it is made from.
 import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
+import { driftRecordPrefix, driftRecordStages } from "./drift-record";
 import { stopApprovalPrefix } from "./events";
 import type { Pipeline } from "./schema";
 
@@ -18,6 +19,7 @@ export const serviceAccountUser = (namespace: string, name: string) =>
  */
 export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
   const name = `${p.project}-stop-approval-records`;
+  const drift = driftRecordStages(p).length > 0;
   const prefix = lit(stopApprovalPrefix);
   const record = (o: string) =>
     `(${o}.metadata.?name.orValue('').startsWith(${prefix}) || ${o}.metadata.?generateName.orValue('').startsWith(${prefix}))`;
@@ -43,8 +45,8 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
           `immutable: a record of a stopped preview's approval must be immutable`,
         ),
         forbidden(
-          "variables.record || !variables.sensor",
-          `metadata.name: ${sensorUser} may create only ConfigMaps named ${stopApprovalPrefix}* in namespace ${p.project}`,
+          `variables.record || !variables.sensor${drift ? ` || object.metadata.?name.orValue('').startsWith(${lit(driftRecordPrefix)})` : ""}`,
+          `metadata.name: ${sensorUser} may create only ConfigMaps named ${[stopApprovalPrefix, ...(drift ? [driftRecordPrefix] : [])].map((x) => `${x}*`).join(" or ")} in namespace ${p.project}`,
         ),
       ],
     },
@@ -90,6 +92,33 @@ export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
         forbidden(
           `request.userInfo.username in [${recorders.map(lit).join(", ")}]`,
           `reason: a FreightApproved Event in namespace ${p.project} records who approved Freight; only Kargo (${recorders.join(", ")}) records one`,
+        ),
+      ],
+    },
+  );
+  const binding = denyBinding(p, name, inNamespace(p.project));
+  return { policy, binding };
+}
+
+/**
+ * The drift records (lib/pipeline/drift-record.ts) are the Sensor's: in the project's namespace, a ConfigMap
+ * named with the drift record prefix is changed only by the Sensor's ServiceAccount, and anyone else (the
+ * deploy) creates one only empty, so nobody makes up, or erases, the drift a reconcile's record names.
+ */
+export function driftRecordAdmission(p: Pipeline, sensorUser: string) {
+  const name = `${p.project}-drift-records`;
+  const prefix = lit(driftRecordPrefix);
+  const named = (o: string) => `(${o} != null && ${o}.metadata.?name.orValue('').startsWith(${prefix}))`;
+  const policy = denyPolicy(
+    p,
+    name,
+    [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["configmaps"] }],
+    {
+      matchConditions: [{ name: "drift-record", expression: `${named("object")} || ${named("oldObject")}` }],
+      validations: [
+        forbidden(
+          `request.userInfo.username == ${lit(sensorUser)} || (request.operation == 'CREATE' && object.?data.orValue({}).size() == 0 && object.?binaryData.orValue({}).size() == 0)`,
+          `metadata.name: ConfigMaps named ${driftRecordPrefix}* in namespace ${p.project} record the drift a check found; only Argo Events' Sensor (${sensorUser}) writes one (anyone else creates it empty)`,
         ),
       ],
     },
