@@ -1,8 +1,8 @@
 // Kargo's own events routed by Argo Events (cluster-setup/addons/argoEvents.ts installs it): an EventSource on
 // the project's Events, one Sensor that records who approved a stopped preview and, with a notification
-// destination, announces new Freight and promotions failing before any sync (lib/pipeline/events.ts),
-// the least RBAC each needs in the project's namespace, and the admission policy that keeps those records
-// the Sensor's alone.
+// destination, announces new Freight and promotions failing before any sync (lib/pipeline/events.ts), and
+// records the drift the drift checks find from PKO's Events in the stacks namespace (drift-record.ts); the
+// least RBAC each needs, and the admission policies that keep those records the Sensor's alone.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { driftRecordName, driftRecordStages } from "../lib/pipeline/drift-record";
@@ -16,6 +16,7 @@ import {
 } from "../lib/pipeline/events";
 import {
   approvalEventAdmission,
+  driftEventAdmission,
   driftRecordAdmission,
   serviceAccountUser,
   stopApprovalAdmission,
@@ -93,11 +94,14 @@ export class EventRouter extends pulumi.ComponentResource {
         : []),
     ]);
 
-    // The records are the Sensor's alone, and the Events they are made from Kargo's alone.
+    // The records are the Sensor's alone, and the Events they are made from Kargo's (approvals) and PKO's
+    // (drift) alone.
     const policies = [
       stopApprovalAdmission(p, serviceAccountUser(namespace, sensorAccount)),
       approvalEventAdmission(p, args.kargoNamespace),
-      ...(drift.length > 0 ? [driftRecordAdmission(p, serviceAccountUser(namespace, sensorAccount))] : []),
+      ...(drift.length > 0
+        ? [driftRecordAdmission(p, serviceAccountUser(namespace, sensorAccount)), driftEventAdmission(p)]
+        : []),
     ].map(({ policy, binding }) => {
       const vap = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
         policy.metadata.name,

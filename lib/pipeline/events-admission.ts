@@ -1,7 +1,8 @@
 // Who may write what the record of a stopped preview's approval rests on, as the API server enforces it: the
 // ConfigMap Argo Events' Sensor creates (lib/pipeline/events.ts), and the Kubernetes Event it is made from.
+import { platformNamespaces } from "../namespaces";
 import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
-import { driftRecordPrefix, driftRecordStages } from "./drift-record";
+import { STACK_UPDATE_FAILURE, driftRecordPrefix, driftRecordStages } from "./drift-record";
 import { stopApprovalPrefix } from "./events";
 import type { Pipeline } from "./schema";
 
@@ -124,5 +125,45 @@ export function driftRecordAdmission(p: Pipeline, sensorUser: string) {
     },
   );
   const binding = denyBinding(p, name, inNamespace(p.project));
+  return { policy, binding };
+}
+
+/**
+ * The Event a drift record is made from is PKO's: in the stacks namespace, a StackUpdateFailure Event is
+ * created or changed only by a ServiceAccount of PKO's namespace (its controller records it,
+ * pulumi-kubernetes-operator v2.9.0 operator/cmd/main.go GetEventRecorderFor("stack-controller"); the chart's
+ * values may rename its ServiceAccount, never move it out of the namespace cluster-setup installs it in), so
+ * nobody else allowed to create Events there can make up drift. Both Event APIs store it.
+ */
+export function driftEventAdmission(p: Pipeline) {
+  const name = `${p.project}-drift-check-events`;
+  const operator = `system:serviceaccount:${platformNamespaces.pulumiOperator}:`;
+  const policy = denyPolicy(
+    p,
+    name,
+    [
+      {
+        apiGroups: ["", "events.k8s.io"],
+        apiVersions: ["v1"],
+        operations: ["CREATE", "UPDATE"],
+        resources: ["events"],
+      },
+    ],
+    {
+      matchConditions: [
+        {
+          name: "stack-update-failure",
+          expression: `object.?reason.orValue('') == ${lit(STACK_UPDATE_FAILURE)}`,
+        },
+      ],
+      validations: [
+        forbidden(
+          `request.userInfo.username.startsWith(${lit(operator)})`,
+          `reason: a ${STACK_UPDATE_FAILURE} Event in namespace ${p.stacks.namespace} is what the drift record is made from; only the Pulumi Kubernetes Operator (${operator}*) records one`,
+        ),
+      ],
+    },
+  );
+  const binding = denyBinding(p, name, inNamespace(p.stacks.namespace));
   return { policy, binding };
 }
