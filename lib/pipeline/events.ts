@@ -4,7 +4,8 @@
 // one Sensor's dependencies match by reason (argo-events v1.9.10 pkg/sensors/dependencies/filter.go: a data
 // filter's string values are regular expressions, so each is anchored), and its triggers are Argo Events'
 // own: `slack` and `http` for the messages (only with a destination), `k8s` for the record of a stopped
-// preview's approval (always). Pure functions over the definition; kargo/eventRouter.ts registers them.
+// preview's approval (always) and for the drift a drift check finds (drift-record.ts, from PKO's Events).
+// Pure functions over the definition; kargo/eventRouter.ts registers them.
 import {
   driftDependency,
   driftEventName,
