@@ -102,9 +102,10 @@ export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
 }
 
 /**
- * The drift records (lib/pipeline/drift-record.ts) are the Sensor's: in the project's namespace, a ConfigMap
- * named with the drift record prefix is changed only by the Sensor's ServiceAccount, and anyone else (the
- * deploy) creates one only empty, so nobody makes up, or erases, the drift a reconcile's record names.
+ * The drift records (lib/pipeline/drift-record.ts) are the Sensor's: in the project's namespace, the data of
+ * a ConfigMap named with the drift record prefix is written only by the Sensor's ServiceAccount; anyone else
+ * (the deploy) creates one only empty and changes no data (a deploy applying it again unchanged is an
+ * update), so nobody makes up, or erases, the drift a reconcile's record names.
  */
 export function driftRecordAdmission(p: Pipeline, sensorUser: string) {
   const name = `${p.project}-drift-records`;
@@ -118,8 +119,8 @@ export function driftRecordAdmission(p: Pipeline, sensorUser: string) {
       matchConditions: [{ name: "drift-record", expression: `${named("object")} || ${named("oldObject")}` }],
       validations: [
         forbidden(
-          `request.userInfo.username == ${lit(sensorUser)} || (request.operation == 'CREATE' && object.?data.orValue({}).size() == 0 && object.?binaryData.orValue({}).size() == 0)`,
-          `metadata.name: ConfigMaps named ${driftRecordPrefix}* in namespace ${p.project} record the drift a check found; only Argo Events' Sensor (${sensorUser}) writes one (anyone else creates it empty)`,
+          `request.userInfo.username == ${lit(sensorUser)} || (request.operation == 'CREATE' ? object.?data.orValue({}).size() == 0 && object.?binaryData.orValue({}).size() == 0 : object.?data.orValue({}) == oldObject.?data.orValue({}) && object.?binaryData.orValue({}) == oldObject.?binaryData.orValue({}))`,
+          `metadata.name: ConfigMaps named ${driftRecordPrefix}* in namespace ${p.project} record the drift a check found; only Argo Events' Sensor (${sensorUser}) writes one (anyone else creates it empty and leaves its data as it is)`,
         ),
       ],
     },

@@ -21,7 +21,7 @@ import (
 
 // TestOnlyTheSensorWritesADriftRecord applies the routed plan's drift records (empty), the admission policies
 // on them and on the Events they are made from, and the EventSource's and the Sensor's Roles to the real
-// kube-apiserver: the deploy creates a record only empty, only the Sensor fills one (Argo Events' patch, or its
+// kube-apiserver: the deploy creates a record only empty and changes no record's data, only the Sensor fills one (Argo Events' patch, or its
 // create when one is missing) and only the records the plan names; only PKO records a StackUpdateFailure Event
 // in the stacks namespace; the EventSource reads Events only where Kargo and PKO record them.
 func TestOnlyTheSensorWritesADriftRecord(t *testing.T) {
@@ -138,6 +138,10 @@ func TestOnlyTheSensorWritesADriftRecord(t *testing.T) {
 		}
 		_, err = admin.CoreV1().ConfigMaps(project).Patch(ctx, o.GetName(), types.MergePatchType, []byte(`{"data":{"message":"nothing happened"}}`), metav1.PatchOptions{})
 		refused("an administrator's change of "+o.GetName(), err, recordPolicy)
+		// A deploy applying it again changes its labels at most, never the Sensor's data.
+		if _, err := admin.CoreV1().ConfigMaps(project).Patch(ctx, o.GetName(), types.MergePatchType, []byte(`{"metadata":{"labels":{"deployed":"again"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("a change of %s that leaves its data was refused: %v", o.GetName(), err)
+		}
 	}
 	refused("an administrator's record with data", func() error {
 		_, err := admin.CoreV1().ConfigMaps(project).Create(ctx, withData("drift-forged"), metav1.CreateOptions{})
