@@ -5,7 +5,7 @@
 // least RBAC each needs, and the admission policies that keep those records the Sensor's alone.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { driftRecordName, driftRecordStages } from "../lib/pipeline/drift-record";
+import { driftRecordName, driftStages } from "../lib/pipeline/drift-record";
 import {
   eventSourceAccount,
   eventSourceName,
@@ -77,7 +77,7 @@ export class EventRouter extends pulumi.ComponentResource {
       { apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] },
     ]);
     // The drift checks' Events, where PKO records them: the stacks namespace (lib/pipeline/drift-record.ts).
-    const drift = driftRecordStages(p).map((s) => driftRecordName(s.name));
+    const drift = driftStages(p).map((s) => driftRecordName(s.name));
     if (drift.length > 0)
       grant(
         "source-drift",

@@ -25,10 +25,12 @@ export const driftRecordName = (stage: string) => `${driftRecordPrefix}${stage}`
 /** Its data keys: when the Event says PKO last saw it, the drift Stack, its update stage, PKO's message. */
 export const driftRecordKeys = ["at", "stack", "stage", "message"] as const;
 
-/** The update stages with a drift check (lib/pipeline/drift.ts), each with a drift record. */
-export const driftRecordStages = (
-  p: Pick<Pipeline, "stages" | "programs" | "verification">,
-): ProgramStage[] => programStages(p).filter((s) => hasDriftCheck(p, s));
+/**
+ * The update stages that have a drift check (lib/pipeline/drift.ts re-exports it): every one, unless drift
+ * checks are off. Each has a drift record.
+ */
+export const driftStages = (p: Pick<Pipeline, "stages" | "programs" | "verification">): ProgramStage[] =>
+  programStages(p).filter((s) => hasDriftCheck(p, s));
 
 /** The EventSource's event for drift: Events of the stacks namespace, added or counted again (below). */
 export const driftEventName = "drift";
@@ -62,7 +64,7 @@ export function driftDependency(p: Pipeline, eventSourceName: string) {
     {
       path: "body.involvedObject.name",
       type: "string",
-      value: stageNamesPattern(driftRecordStages(p), stackObjectName(p, ""), driftName("")),
+      value: stageNamesPattern(driftStages(p), stackObjectName(p, ""), driftName("")),
     },
     { path: "body.message", type: "string", value: anchored([CONFLICT_MESSAGE]), comparator: "!=" },
   ];

@@ -2,7 +2,7 @@
 // ConfigMap Argo Events' Sensor creates (lib/pipeline/events.ts), and the Kubernetes Event it is made from.
 import { platformNamespaces } from "../namespaces";
 import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
-import { STACK_UPDATE_FAILURE, driftRecordPrefix, driftRecordStages } from "./drift-record";
+import { STACK_UPDATE_FAILURE, driftRecordPrefix, driftStages } from "./drift-record";
 import { stopApprovalPrefix } from "./events";
 import type { Pipeline } from "./schema";
 
@@ -20,7 +20,7 @@ export const serviceAccountUser = (namespace: string, name: string) =>
  */
 export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
   const name = `${p.project}-stop-approval-records`;
-  const drift = driftRecordStages(p).length > 0;
+  const drift = driftStages(p).length > 0;
   const prefix = lit(stopApprovalPrefix);
   const record = (o: string) =>
     `(${o}.metadata.?name.orValue('').startsWith(${prefix}) || ${o}.metadata.?generateName.orValue('').startsWith(${prefix}))`;

@@ -10,7 +10,7 @@ import {
   driftDependency,
   driftEventName,
   driftEventSource,
-  driftRecordStages,
+  driftStages,
   driftRecordTrigger,
 } from "./drift-record";
 import { anchored, stageNamesPattern } from "./event-filters";
@@ -159,7 +159,7 @@ export function routedKinds(p: Pipeline, d: { slack?: unknown; webhook?: boolean
 }
 
 /** Whether the Sensor records the drift checks find (drift-record.ts): whenever there are drift checks. */
-export const recordsDrift = (p: Pipeline) => driftRecordStages(p).length > 0;
+export const recordsDrift = (p: Pipeline) => driftStages(p).length > 0;
 
 /** What the EventSource's and the Sensor's pods request (the capacity figures read them from the plan). */
 export const routerPodResources = { requests: { cpu: "5m", memory: "32Mi" } };

@@ -3,7 +3,7 @@
 // stage previews now, every promotion runs its Stack again even at a commit it already ran, and a rollback
 // request is recorded with the promotions it covers. Pure functions over the definition.
 import type * as kargo from "../crds/generated/kargo";
-import { driftRecordPrefix, driftRecordStages } from "./drift-record";
+import { driftRecordPrefix, driftStages } from "./drift-record";
 import { ancestry, programStages, runStages, type ProgramStage } from "./graph";
 import { rollbackRequestName } from "./rollback";
 import type { Pipeline } from "./schema";
@@ -133,7 +133,7 @@ export function rollbackRecord(p: Pick<Pipeline, "stages" | "programs" | "verifi
   const from = `"from": rb.from == "" ? nil : fromJSON(rb.from)[ctx.stage]`;
   // A reconcile's promotion of a stage with a drift check names the drift that check last found (the Sensor's
   // record, drift-record.ts): what the reconcile brings home.
-  const checked = driftRecordStages(p).map((s) => lit(s.name));
+  const checked = driftStages(p).map((s) => lit(s.name));
   const drift =
     checked.length > 0
       ? `${covered} && rb.kind == "reconcile" && ctx.stage in [${checked.join(", ")}] ? configMap(${lit(driftRecordPrefix)} + ctx.stage) : nil`
