@@ -4,7 +4,7 @@
 // fails; the stage's Application goes Degraded (cluster-setup/addons/stack-health.lua says "drift" and which
 // Stack), and the stage's people hear of it through the Degraded notification. Nothing here changes
 // anything: bringing it home is a promotion of the current Freight through the preview stop
-// (`npm run rollback -- <environment> --reconcile`).
+// (`npm run rollback -- <environment> --reconcile`), whose record names the drift found (drift-record.ts).
 import { type ProgramStage } from "./graph";
 import { driftName, stackObjectName } from "./names";
 import { RECONCILE_REQUEST_ANNOTATION } from "./promotion-rollback";
