@@ -17,7 +17,7 @@ import { kargoChart, KargoInstall } from "./kargoInstall";
 import { pipeline as definition } from "./pipeline";
 import { PromotionPipeline } from "./promotionPipeline";
 import { EventRouter } from "./eventRouter";
-import { routedKinds } from "../lib/pipeline/events";
+import { recordsDrift, routedKinds } from "../lib/pipeline/events";
 import { pullRequestChecks, RepositoryRules, unguardedMain, type KargoGitIdentity } from "./repositoryRules";
 import { checkAgainstClusterSetup, clusterAccount, readClusterSetup } from "./upstream";
 import { AccountIdentities } from "./accounts";
@@ -143,7 +143,7 @@ export = async () => {
     pulumi.log.warn(
       "cluster-setup exports no eventRouter (a stack from before Argo Events was always installed): who approves a stopped preview is not recorded; run pulumi up in cluster-setup, then here",
     );
-  else if (routedKinds(pipeline, setup.eventRouter).length > 0)
+  else if (routedKinds(pipeline, setup.eventRouter).length > 0 || recordsDrift(pipeline))
     new EventRouter("kargo-events", {
       provider,
       pipeline,

@@ -37,6 +37,10 @@ const recordSchema = z.object({
       at: z.string(),
     })
     .nullish(),
+  // For a reconcile: the drift its stage's check last found (at, stack, stage, message; Argo Events' Sensor
+  // writes it from PKO's Event, lib/pipeline/drift-record.ts), empty when none was recorded; absent or null:
+  // not a reconcile, or a record from before it was kept.
+  drift: z.record(z.string(), z.string()).nullish(),
   freightUrl: z.string(),
   promotionUrl: z.string(),
 });
@@ -147,6 +151,12 @@ function rollbackLine(r: NonNullable<PromotionRecord["rollback"]>): string {
   return `  ${what} by ${q(r.by)} at ${q(r.at)}: ${q(r.message)}`;
 }
 
+/** The drift a reconcile brought home, as its stage's drift check found it. */
+function driftLine(d: NonNullable<PromotionRecord["drift"]>): string {
+  if (!d.stack) return "  drift: none on record for this stage (no drift check's failure was recorded)";
+  return `  drift found by ${q(d.stack)}'s check at ${q(d.at)}: ${q(d.message)}`;
+}
+
 /** The history as text, one block per promotion; values are printed as JSON strings, never raw. */
 export function formatHistory(environment: string, entries: HistoryEntry[]): string {
   if (entries.length === 0) return `${environment}: no promotion on record (no stage branch holds one)\n`;
@@ -169,6 +179,7 @@ export function formatHistory(environment: string, entries: HistoryEntry[]): str
         ? [`  stopped preview approved by ${q(r.stopApproval.by)} at ${q(r.stopApproval.at)}`]
         : []),
       ...(r.rollback ? [rollbackLine(r.rollback)] : []),
+      ...(r.drift ? [driftLine(r.drift)] : []),
       ...(e.preview
         ? [`  preview ${e.preview.stage} of ${e.preview.pushedAt}: ${q(e.preview.promotionUrl)}`]
         : []),

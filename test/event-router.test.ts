@@ -23,7 +23,7 @@ import {
   stopApprovalStages,
 } from "../lib/pipeline/events";
 import { programStages } from "../lib/pipeline/graph";
-import { MAX_PROGRAMS } from "../lib/pipeline/schema";
+import { DRIFT_OFF, MAX_PROGRAMS } from "../lib/pipeline/schema";
 import { largestPipeline } from "./largest-pipeline";
 import { approvalRecorders, serviceAccountUser } from "../lib/pipeline/events-admission";
 import { kargoChart } from "../kargo/kargoInstall";
@@ -59,6 +59,12 @@ const release = (plan: Awaited<ReturnType<typeof planBoth>>["setup"], chart: str
 
 describe("Kargo's events routed by Argo Events", () => {
   const pipeline = validatePipeline(definition);
+  // From the definition: every update stage has a drift check unless drift checks are off.
+  const driftChecked = programStages(pipeline).filter(
+    (s) => s.kind === "update" && pipeline.verification.driftInterval !== DRIFT_OFF,
+  );
+  const drift = driftChecked.length > 0 ? ["drift-found"] : [];
+  const driftTrigger = driftChecked.length > 0 ? ["record-drift"] : [];
 
   it("without a destination installs the router to record stop approvals only, and the plan says so", async () => {
     const { setup, setupObjects, kargoObjects } = await planBoth({});
@@ -80,8 +86,11 @@ describe("Kargo's events routed by Argo Events", () => {
       triggers: { template: { name: string; k8s?: unknown } }[];
     };
     const records = stopApprovalStages(pipeline).length > 0;
-    expect(sensor.dependencies.map((d) => d.name)).toEqual(records ? ["stop-approved"] : []);
-    expect(sensor.triggers.map((t) => t.template.name)).toEqual(records ? ["record-stop-approval"] : []);
+    expect(sensor.dependencies.map((d) => d.name)).toEqual([...(records ? ["stop-approved"] : []), ...drift]);
+    expect(sensor.triggers.map((t) => t.template.name)).toEqual([
+      ...(records ? ["record-stop-approval"] : []),
+      ...driftTrigger,
+    ]);
     expect(sensor.triggers.every((t) => t.template.k8s !== undefined)).toBe(true);
     expect(kargoObjects.filter((o) => o.kind === "EventSource")).toHaveLength(1);
   });
@@ -147,12 +156,13 @@ describe("Kargo's events routed by Argo Events", () => {
       triggers: { template: { name: string } }[];
     };
     expect(JSON.stringify(spec)).not.toContain("xoxb-");
-    expect(spec.dependencies.map((d) => d.name)).toEqual(activeKinds(pipeline));
+    expect(spec.dependencies.map((d) => d.name)).toEqual([...activeKinds(pipeline), ...drift]);
     expect(slackOnly.setup.outputs.eventRouterWebhookUrl).toBeNull();
     const names = spec.triggers.map((t) => t.template.name);
-    expect(names).toEqual(
-      activeKinds(pipeline).map((k) => (k === "stop-approved" ? "record-stop-approval" : `${k}-slack`)),
-    );
+    expect(names).toEqual([
+      ...activeKinds(pipeline).map((k) => (k === "stop-approved" ? "record-stop-approval" : `${k}-slack`)),
+      ...driftTrigger,
+    ]);
   });
 
   it("grants the EventSource and the Sensor only what they need, and binds the records' policy", async () => {
@@ -160,16 +170,36 @@ describe("Kargo's events routed by Argo Events", () => {
     const roles = kargoObjects.filter(
       (o) => o.kind === "Role" && o.metadata.name.startsWith("kargo-events-"),
     );
-    expect(Object.fromEntries(roles.map((r) => [r.metadata.name, [r.metadata.namespace, r.rules]]))).toEqual({
-      "kargo-events-source": [
-        pipeline.project,
-        [{ apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] }],
-      ],
-      "kargo-events-sensor": [
-        pipeline.project,
-        [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create"] }],
+    const readEvents = [{ apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] }];
+    // Events where Kargo and PKO record them (PKO: the drift checks' Stacks, in the stacks namespace); the
+    // drift records by name alone.
+    expect(
+      Object.fromEntries(roles.map((r) => [`${r.metadata.namespace}/${r.metadata.name}`, r.rules])),
+    ).toEqual({
+      [`${pipeline.project}/kargo-events-source`]: readEvents,
+      ...(driftChecked.length > 0
+        ? { [`${pipeline.stacks.namespace}/kargo-events-source`]: readEvents }
+        : {}),
+      [`${pipeline.project}/kargo-events-sensor`]: [
+        { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
+        ...(driftChecked.length > 0
+          ? [
+              {
+                apiGroups: [""],
+                resources: ["configmaps"],
+                verbs: ["get", "patch"],
+                resourceNames: driftChecked.map((s) => `drift-${s.name}`),
+              },
+            ]
+          : []),
       ],
     });
+    // Each drift record exists, empty, for the record's configMap() and the Sensor's patch.
+    expect(
+      kargoObjects
+        .filter((o) => o.kind === "ConfigMap" && o.metadata.name.startsWith("drift-"))
+        .map((o) => [o.metadata.namespace, o.metadata.name, o.data]),
+    ).toEqual(driftChecked.map((s) => [pipeline.project, `drift-${s.name}`, undefined]));
     const policy = kargoObjects.find(
       (o) =>
         o.kind === "ValidatingAdmissionPolicy" &&

@@ -168,6 +168,45 @@ describe("npm run history", () => {
     ]);
   });
 
+  it("prints the drift a reconcile brought home, right after the reconcile, as JSON strings; says when none was on record", () => {
+    const [found, unrecorded, ordinary] = ["4".repeat(40), "5".repeat(40), "6".repeat(40)];
+    const at = "2026-11-28T12:00:00Z";
+    const reconcileOf = (freight: string) => ({
+      kind: "reconcile",
+      from: freight,
+      to: freight,
+      by: "carol@example.com",
+      message: "bring it home",
+      at,
+    });
+    const stack = `${pipeline.project}-${update.name}-drift`;
+    const message = `Failed to update stack: preview failed\nstdout: ~ bucket ${hostile}`;
+    const records = [
+      { ...record(update.name, ordinary, []), rollback: null, drift: null },
+      { ...record(update.name, unrecorded, []), rollback: reconcileOf(unrecorded), drift: {} },
+      {
+        ...record(update.name, found, []),
+        rollback: reconcileOf(found),
+        drift: { at: "2026-11-28T11:30:00Z", stack, stage: update.name, message },
+      },
+    ];
+    const blocks = historyOfRecords(records).split("\n\n");
+    const driftLines = (freight: string) => {
+      const lines = blocks.find((b) => b.includes(`freight "${freight}"`))!.split("\n");
+      const i = lines.findIndex((l) => l.startsWith("  drift"));
+      // Right after the reconcile's own line, which names what it brought home.
+      if (i >= 0) expect(lines[i - 1]).toMatch(/^ {2}reconcile of /);
+      return lines.filter((l) => l.startsWith("  drift"));
+    };
+    expect(driftLines(found)).toEqual([
+      `  drift found by ${JSON.stringify(stack)}'s check at "2026-11-28T11:30:00Z": ${JSON.stringify(message)}`,
+    ]);
+    expect(driftLines(unrecorded)).toEqual([
+      "  drift: none on record for this stage (no drift check's failure was recorded)",
+    ]);
+    expect(driftLines(ordinary)).toEqual([]);
+  });
+
   it("says which commit holds no record (a commit by hand), and refuses a commit naming two", () => {
     const dir = repository([{ stage: update.name, freight: "c".repeat(40), by: [], raw: "fix by hand" }]);
     const [entry] = environmentHistory(pipeline, environment, gitLog(dir, "refs/heads/"));

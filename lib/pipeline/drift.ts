@@ -4,9 +4,9 @@
 // fails; the stage's Application goes Degraded (cluster-setup/addons/stack-health.lua says "drift" and which
 // Stack), and the stage's people hear of it through the Degraded notification. Nothing here changes
 // anything: bringing it home is a promotion of the current Freight through the preview stop
-// (`npm run rollback -- <environment> --reconcile`).
-import { programStages, type ProgramStage } from "./graph";
-import { driftName, hasDriftCheck, stackObjectName } from "./names";
+// (`npm run rollback -- <environment> --reconcile`), whose record names the drift found (drift-record.ts).
+import { type ProgramStage } from "./graph";
+import { driftName, stackObjectName } from "./names";
 import { RECONCILE_REQUEST_ANNOTATION } from "./promotion-rollback";
 import { DRIFT_OFF, durationSeconds, type Pipeline } from "./schema";
 import { stackManifest, stackServiceAccount } from "./stack-manifest";
@@ -34,9 +34,8 @@ export function driftIntervalSeconds(p: Pick<Pipeline, "verification">): number 
   return interval === DRIFT_OFF ? undefined : durationSeconds(interval);
 }
 
-/** The update stages that have a drift check: every one, unless drift checks are off. */
-export const driftStages = (p: Pick<Pipeline, "stages" | "programs" | "verification">): ProgramStage[] =>
-  programStages(p).filter((s) => hasDriftCheck(p, s));
+/** The update stages that have a drift check (drift-record.ts holds it: the drift record needs it too). */
+export { driftStages } from "./drift-record";
 
 /**
  * The drift Stack of an update stage: the update's Stack, same Pulumi stack, program and workspace, but a

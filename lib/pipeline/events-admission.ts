@@ -1,6 +1,8 @@
 // Who may write what the record of a stopped preview's approval rests on, as the API server enforces it: the
 // ConfigMap Argo Events' Sensor creates (lib/pipeline/events.ts), and the Kubernetes Event it is made from.
+import { platformNamespaces } from "../namespaces";
 import { denyBinding, denyPolicy, forbidden, inNamespace } from "./admission-objects";
+import { STACK_UPDATE_FAILURE, driftRecordPrefix, driftStages } from "./drift-record";
 import { stopApprovalPrefix } from "./events";
 import type { Pipeline } from "./schema";
 
@@ -18,6 +20,7 @@ export const serviceAccountUser = (namespace: string, name: string) =>
  */
 export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
   const name = `${p.project}-stop-approval-records`;
+  const drift = driftStages(p).length > 0;
   const prefix = lit(stopApprovalPrefix);
   const record = (o: string) =>
     `(${o}.metadata.?name.orValue('').startsWith(${prefix}) || ${o}.metadata.?generateName.orValue('').startsWith(${prefix}))`;
@@ -43,8 +46,8 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
           `immutable: a record of a stopped preview's approval must be immutable`,
         ),
         forbidden(
-          "variables.record || !variables.sensor",
-          `metadata.name: ${sensorUser} may create only ConfigMaps named ${stopApprovalPrefix}* in namespace ${p.project}`,
+          `variables.record || !variables.sensor${drift ? ` || object.metadata.?name.orValue('').startsWith(${lit(driftRecordPrefix)})` : ""}`,
+          `metadata.name: ${sensorUser} may create only ConfigMaps named ${[stopApprovalPrefix, ...(drift ? [driftRecordPrefix] : [])].map((x) => `${x}*`).join(" or ")} in namespace ${p.project}`,
         ),
       ],
     },
@@ -95,5 +98,73 @@ export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
     },
   );
   const binding = denyBinding(p, name, inNamespace(p.project));
+  return { policy, binding };
+}
+
+/**
+ * The drift records (lib/pipeline/drift-record.ts) are the Sensor's: in the project's namespace, the data of
+ * a ConfigMap named with the drift record prefix is written only by the Sensor's ServiceAccount; anyone else
+ * (the deploy) creates one only empty and changes no data (a deploy applying it again unchanged is an
+ * update), so nobody makes up, or erases, the drift a reconcile's record names.
+ */
+export function driftRecordAdmission(p: Pipeline, sensorUser: string) {
+  const name = `${p.project}-drift-records`;
+  const prefix = lit(driftRecordPrefix);
+  const named = (o: string) => `(${o} != null && ${o}.metadata.?name.orValue('').startsWith(${prefix}))`;
+  const policy = denyPolicy(
+    p,
+    name,
+    [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["configmaps"] }],
+    {
+      matchConditions: [{ name: "drift-record", expression: `${named("object")} || ${named("oldObject")}` }],
+      validations: [
+        forbidden(
+          `request.userInfo.username == ${lit(sensorUser)} || (request.operation == 'CREATE' ? object.?data.orValue({}).size() == 0 && object.?binaryData.orValue({}).size() == 0 : object.?data.orValue({}) == oldObject.?data.orValue({}) && object.?binaryData.orValue({}) == oldObject.?binaryData.orValue({}))`,
+          `metadata.name: ConfigMaps named ${driftRecordPrefix}* in namespace ${p.project} record the drift a check found; only Argo Events' Sensor (${sensorUser}) writes one (anyone else creates it empty and leaves its data as it is)`,
+        ),
+      ],
+    },
+  );
+  const binding = denyBinding(p, name, inNamespace(p.project));
+  return { policy, binding };
+}
+
+/**
+ * The Event a drift record is made from is PKO's: in the stacks namespace, a StackUpdateFailure Event is
+ * created or changed only by a ServiceAccount of PKO's namespace (its controller records it,
+ * pulumi-kubernetes-operator v2.9.0 operator/cmd/main.go GetEventRecorderFor("stack-controller"); the chart's
+ * values may rename its ServiceAccount, never move it out of the namespace cluster-setup installs it in), so
+ * nobody else allowed to create Events there can make up drift. Both Event APIs store it.
+ */
+export function driftEventAdmission(p: Pipeline) {
+  const name = `${p.project}-drift-check-events`;
+  const operator = `system:serviceaccount:${platformNamespaces.pulumiOperator}:`;
+  const policy = denyPolicy(
+    p,
+    name,
+    [
+      {
+        apiGroups: ["", "events.k8s.io"],
+        apiVersions: ["v1"],
+        operations: ["CREATE", "UPDATE"],
+        resources: ["events"],
+      },
+    ],
+    {
+      matchConditions: [
+        {
+          name: "stack-update-failure",
+          expression: `object.?reason.orValue('') == ${lit(STACK_UPDATE_FAILURE)}`,
+        },
+      ],
+      validations: [
+        forbidden(
+          `request.userInfo.username.startsWith(${lit(operator)})`,
+          `reason: a ${STACK_UPDATE_FAILURE} Event in namespace ${p.stacks.namespace} is what the drift record is made from; only the Pulumi Kubernetes Operator (${operator}*) records one`,
+        ),
+      ],
+    },
+  );
+  const binding = denyBinding(p, name, inNamespace(p.stacks.namespace));
   return { policy, binding };
 }

@@ -4,8 +4,17 @@
 // one Sensor's dependencies match by reason (argo-events v1.9.10 pkg/sensors/dependencies/filter.go: a data
 // filter's string values are regular expressions, so each is anchored), and its triggers are Argo Events'
 // own: `slack` and `http` for the messages (only with a destination), `k8s` for the record of a stopped
-// preview's approval (always). Pure functions over the definition; kargo/eventRouter.ts registers them.
-import { programStageName, programStages, runStages, type ProgramStage } from "./graph";
+// preview's approval (always) and for the drift a drift check finds (drift-record.ts, from PKO's Events).
+// Pure functions over the definition; kargo/eventRouter.ts registers them.
+import {
+  driftDependency,
+  driftEventName,
+  driftEventSource,
+  driftStages,
+  driftRecordTrigger,
+} from "./drift-record";
+import { anchored, stageNamesPattern } from "./event-filters";
+import { programStages, runStages, type ProgramStage } from "./graph";
 import { isProtected, type Pipeline } from "./schema";
 import { updateAfter } from "./notify";
 
@@ -20,7 +29,7 @@ export const kargoEventKeys = {
 } as const;
 
 export const eventSourceName = "kargo-events";
-/** The EventSource's one event: Events of the project's namespace. */
+/** The EventSource's event of the project's namespace (Kargo's Events). */
 export const eventName = "kargo";
 export const sensorName = "kargo-events";
 /** The ServiceAccounts the EventSource's and the Sensor's pods run as, in Argo Events' namespace. */
@@ -80,12 +89,13 @@ function stageFacts(p: Pipeline): string {
   ].join("");
 }
 
-const anchored = (values: readonly string[]) => [`^(${values.map(escapeRegExp).join("|")})$`];
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 /** A gjson path to an annotation of the Event (the resource event's `body`); dots in the key escaped. */
 const annotationPath = (key: string) => `body.metadata.annotations.${key.replace(/\./g, "\\.")}`;
 
-/** The EventSource: Events added in the project's namespace since it started (none replayed on a restart). */
+/**
+ * The EventSource: Events added in the project's namespace since it started (none replayed on a restart),
+ * and, with drift checks, PKO's in the stacks namespace (drift-record.ts).
+ */
 export function eventSourceSpec(p: Pipeline, eventBus: string) {
   return {
     eventBusName: eventBus,
@@ -102,22 +112,9 @@ export function eventSourceSpec(p: Pipeline, eventBus: string) {
         eventTypes: ["ADD"],
         filter: { afterStart: true },
       },
+      ...(recordsDrift(p) ? { [driftEventName]: driftEventSource(p) } : {}),
     },
   };
-}
-
-/**
- * A pattern matching exactly these program stages' names: `^(<declared>|…)-(<program>|…)$` when they are every
- * program of every declared stage among them (as a pipeline's stages usually are), else each name.
- */
-function stageNamesPattern(stages: ProgramStage[]): string[] {
-  const declared = [...new Set(stages.map((s) => s.declared))];
-  const programs = [...new Set(stages.map((s) => s.program))];
-  const names = new Set(stages.map((s) => s.name));
-  const product = declared.flatMap((d) => programs.map((x) => programStageName(d, x)));
-  return product.length === names.size && product.every((n) => names.has(n))
-    ? [`^(${declared.map(escapeRegExp).join("|")})-(${programs.map(escapeRegExp).join("|")})$`]
-    : anchored([...names]);
 }
 
 /**
@@ -160,6 +157,9 @@ export function routedKinds(p: Pipeline, d: { slack?: unknown; webhook?: boolean
   const sends = d.slack !== undefined || d.webhook === true;
   return activeKinds(p).filter((k) => k === "stop-approved" || sends);
 }
+
+/** Whether the Sensor records the drift checks find (drift-record.ts): whenever there are drift checks. */
+export const recordsDrift = (p: Pipeline) => driftStages(p).length > 0;
 
 /** What the EventSource's and the Sensor's pods request (the capacity figures read them from the plan). */
 export const routerPodResources = { requests: { cpu: "5m", memory: "32Mi" } };
@@ -286,7 +286,7 @@ function stopApprovalTrigger(p: Pipeline) {
 /**
  * The Sensor: one dependency per kind, one Slack and one webhook trigger per message (trigger-level
  * parameters: the Slack trigger sends its template's `message`, not one its own parameters set; argo-events
- * v1.9.10 pkg/sensors/triggers/slack/slack.go Execute), and the approval record.
+ * v1.9.10 pkg/sensors/triggers/slack/slack.go Execute), the approval record, and the drift record.
  */
 export function sensorSpec(p: Pipeline, kargoProjectUrl: string, eventBus: string, d: SensorDestinations) {
   const kinds = routedKinds(p, { slack: d.slack, webhook: d.webhookUrl !== undefined });
@@ -339,7 +339,14 @@ export function sensorSpec(p: Pipeline, kargoProjectUrl: string, eventBus: strin
       serviceAccountName: sensorAccount,
       container: { resources: routerPodResources },
     },
-    dependencies: kinds.map((k) => dependency(p, k)),
-    triggers: [...triggers, ...(kinds.includes("stop-approved") ? [stopApprovalTrigger(p)] : [])],
+    dependencies: [
+      ...kinds.map((k) => dependency(p, k)),
+      ...(recordsDrift(p) ? [driftDependency(p, eventSourceName)] : []),
+    ],
+    triggers: [
+      ...triggers,
+      ...(kinds.includes("stop-approved") ? [stopApprovalTrigger(p)] : []),
+      ...(recordsDrift(p) ? [driftRecordTrigger(p)] : []),
+    ],
   };
 }

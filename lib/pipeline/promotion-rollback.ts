@@ -3,6 +3,7 @@
 // stage previews now, every promotion runs its Stack again even at a commit it already ran, and a rollback
 // request is recorded with the promotions it covers. Pure functions over the definition.
 import type * as kargo from "../crds/generated/kargo";
+import { driftRecordPrefix, driftStages } from "./drift-record";
 import { ancestry, programStages, runStages, type ProgramStage } from "./graph";
 import { rollbackRequestName } from "./rollback";
 import type { Pipeline } from "./schema";
@@ -118,13 +119,24 @@ export function previewingStep(p: Pick<Pipeline, "stages" | "programs">): [] | [
  * missing key reads as "" (akuity/kargo v1.11.2 pkg/expressions/function/functions.go getConfigMap). Only
  * update stages are looked up; `stages` and `from` are JSON, read only once `to` names this Freight.
  */
-export function rollbackRecord(p: Pick<Pipeline, "stages" | "programs">): { bind: string; value: string } {
+export function rollbackRecord(p: Pick<Pipeline, "stages" | "programs" | "verification">): {
+  bind: string;
+  value: string;
+  drift: string;
+} {
   const updates = programStages(p).filter((s) => s.kind === "update");
-  if (updates.length === 0) return { bind: "", value: "nil" };
+  if (updates.length === 0) return { bind: "", value: "nil", drift: "nil" };
   const environments = `{${updates.map((u) => `${lit(u.name)}: ${lit(rollbackRequestName(u.environment))}`).join(", ")} }`;
   const bind = `let rbName = ${environments}[ctx.stage]; let rb = rbName == nil ? {} : configMap(rbName); `;
   const covered = `rb.to != "" && rb.to == ctx.targetFreight.name && rb.stages != "" && ctx.stage in fromJSON(rb.stages)`;
   const fields = ["kind", "to", "by", "message", "at"].map((k) => `${lit(k)}: rb.${k}`);
   const from = `"from": rb.from == "" ? nil : fromJSON(rb.from)[ctx.stage]`;
-  return { bind, value: `${covered} ? {${[...fields, from].join(", ")} } : nil` };
+  // A reconcile's promotion of a stage with a drift check names the drift that check last found (the Sensor's
+  // record, drift-record.ts): what the reconcile brings home.
+  const checked = driftStages(p).map((s) => lit(s.name));
+  const drift =
+    checked.length > 0
+      ? `${covered} && rb.kind == "reconcile" && ctx.stage in [${checked.join(", ")}] ? configMap(${lit(driftRecordPrefix)} + ctx.stage) : nil`
+      : "nil";
+  return { bind, value: `${covered} ? {${[...fields, from].join(", ")} } : nil`, drift };
 }

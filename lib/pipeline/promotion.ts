@@ -322,6 +322,8 @@ export function promotionMessage(p: Pipeline, commitInText: string): string {
     `"promotionUrl": ${ui} + "/promotion/" + ctx.promotion`,
     // The environment's rollback (or reconcile) request, for a promotion it covers (promotion-rollback.ts).
     `"rollback": ${rollback.value}`,
+    // For a reconcile: the drift it brings home, as the drift check's Event recorded it (drift-record.ts).
+    `"drift": ${rollback.drift}`,
   ];
   // `let` binds the Freight's metadata once; the spaces keep `}}` (the expression's end) out of the literal.
   const expression = `let md = freightMetadata(ctx.targetFreight.name); ${rollback.bind}{${record.join(", ")} }`;

@@ -78,13 +78,11 @@ func routerOf(t *testing.T, p *plan, withMessages bool) router {
 	if source.Namespace != sensor.Namespace || bus.Namespace != sensor.Namespace || bus.Name != sensor.Spec.EventBusName || source.Spec.EventBusName != bus.Name {
 		t.Fatalf("EventSource %s/%s, Sensor %s/%s and EventBus %s/%s must share a namespace and bus", source.Namespace, source.Name, sensor.Namespace, sensor.Name, bus.Namespace, bus.Name)
 	}
-	var watched *v1alpha1.ResourceEventSource
-	for _, r := range source.Spec.Resource {
-		watched = &r
+	watched, ok := source.Spec.Resource["kargo"]
+	if !ok || len(source.Spec.Resource) != 1+min(len(p.DriftChecks), 1) || watched.Namespace != p.Project || watched.Resource != "events" || watched.Version != "v1" || watched.Group != "" || !slices.Equal(watched.EventTypes, []v1alpha1.ResourceEventType{v1alpha1.ADD}) || watched.Filter == nil || !watched.Filter.AfterStart {
+		t.Fatalf("the EventSource must watch Events added in project namespace %s since it started, once (and the drift checks' apart): %+v", p.Project, source.Spec.Resource)
 	}
-	if len(source.Spec.Resource) != 1 || watched.Namespace != p.Project || watched.Resource != "events" || watched.Version != "v1" || watched.Group != "" || !slices.Equal(watched.EventTypes, []v1alpha1.ResourceEventType{v1alpha1.ADD}) || watched.Filter == nil || !watched.Filter.AfterStart {
-		t.Fatalf("the EventSource must watch Events added in project namespace %s since it started, once: %+v", p.Project, source.Spec.Resource)
-	}
+	checkDriftWatch(t, p, source.Spec.Resource)
 	kargo := ""
 	for _, o := range p.Kargo {
 		if o["kind"] == "Application" {
@@ -222,6 +220,9 @@ func TestWithoutADestinationTheRouterOnlyRecords(t *testing.T) {
 	want := []string{}
 	if len(p.StopApprovalStages) > 0 {
 		want = []string{"record-stop-approval"}
+	}
+	if len(p.DriftChecks) > 0 {
+		want = append(want, "record-drift")
 	}
 	if !slices.Equal(append([]string{}, names...), want) {
 		t.Errorf("the Sensor's triggers are %v, want %v", names, want)

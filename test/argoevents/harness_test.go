@@ -34,7 +34,13 @@ type plan struct {
 		Program     string `json:"program"`
 		Environment string `json:"environment"`
 	} `json:"programStages"`
-	Gates []string `json:"gates"`
+	Gates       []string `json:"gates"`
+	DriftChecks []struct {
+		Stage     string `json:"stage"`
+		Stack     string `json:"stack"`
+		Namespace string `json:"namespace"`
+		Own       string `json:"own"`
+	} `json:"driftChecks"`
 }
 
 func repoRoot(t *testing.T) string {

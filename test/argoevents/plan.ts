@@ -4,8 +4,10 @@
 import { pipeline as definition } from "../../kargo/pipeline";
 import { kubernetesObjects } from "../../lib/cli/plan/output";
 import { planChain } from "../../lib/cli/plan/projects";
+import { driftStackManifest, driftStages } from "../../lib/pipeline/drift";
 import { programStages, runStages } from "../../lib/pipeline/graph";
 import { notifyKeys } from "../../lib/pipeline/notify";
+import { stackManifest } from "../../lib/pipeline/stack-manifest";
 import { validatePipeline } from "../../lib/pipeline/validate";
 
 async function main() {
@@ -51,6 +53,17 @@ async function main() {
         environment: s.environment,
       })),
       gates: runStages(p).flatMap((s) => (s.kind === "gate" ? [s.name] : [])),
+      // The Stacks PKO records Events on, as the stage branches hold them: each drift check's, with its
+      // update stage and that stage's own Stack beside it.
+      driftChecks: driftStages(p).map((s) => {
+        const drift = driftStackManifest(p, s).metadata;
+        return {
+          stage: s.name,
+          stack: drift.name,
+          namespace: drift.namespace,
+          own: stackManifest(p, s).metadata.name,
+        };
+      }),
     }),
   );
 }
