@@ -109,11 +109,17 @@ async function main() {
 
 function goTest({ dir, targets }: { dir: string; targets: string[] }): Promise<void> {
   return new Promise<void>((resolve) => {
-    const args = ["test", "-json", "-count=1", "-timeout=0", ...targets];
+    // -ldflags=-w: test binaries without DWARF (stack traces keep their file and line), which links them in
+    // 40% less CPU on a first run.
+    const args = ["test", "-json", "-count=1", "-timeout=0", "-ldflags=-w", ...targets];
     const child = spawn("go", args, {
       cwd: dir,
       stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
+      // GOGC=400: Go's compiler lets its heap grow to five times what is live before collecting, not twice.
+      // Measured cold on two cores, it compiles the Kubernetes client in 18% less CPU, each compile holding up
+      // to 0.75 GB instead of 0.5.
+      // The API servers the tests start run with Go's default (test/internal/apiserver).
+      env: { GOGC: "400", ...process.env, PLAN_DIR: planDir, NODE: process.execPath },
     });
     const out: Buffer[] = [];
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk));

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -162,6 +163,9 @@ func (s *Server) run(name, binary string, args ...string) error {
 		return err
 	}
 	cmd := exec.Command(binary, args...)
+	// The servers run with Go's default garbage collection, as Kubernetes ships them: the harness raises GOGC
+	// for the compiler only (test/go-harness.ts), and the server's memory would grow with it.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") })
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
