@@ -41,7 +41,7 @@ func TestControllerMeasures(t *testing.T) {
 	if got, jobs := driveJobs(t, probe(`process.stderr.write("no\n"); process.exit(1)`), time.Minute); got.Status.Phase != failed || jobs[0].Stderr != "no\n" {
 		t.Errorf("exit 1: phase %s, jobs %+v %+v", got.Status.Phase, jobs, got.Status.MetricResults)
 	}
-	// Ten minutes on the Jobs' clock are 6 s: a script that sleeps a day on it is still running then.
+	// A script that sleeps a day on the pod's clock is still running when its clock reaches the deadline.
 	if got, jobs := driveJobs(t, probe(`setTimeout(() => {}, 86_400_000)`), time.Minute); got.Status.Phase != failed || jobs[0].Reason != "DeadlineExceeded" {
 		t.Errorf("past the deadline: phase %s, jobs %+v", got.Status.Phase, jobs)
 	}

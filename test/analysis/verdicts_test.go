@@ -239,10 +239,10 @@ func TestUpdateComparedWithItsPreview(t *testing.T) {
 				return nil
 			}
 		}, why: `^no succeeded update of ` + commit + ` on \S+ within \d+[smh]; Pulumi Cloud still answers update/\S+/events: HTTP 404, Update not found`},
-		{name: "events answered too slowly, until the timeout", preview: changed, update: changed, want: failed, setup: func(c *cloud) {
+		{name: "events never answered", preview: changed, update: changed, want: failed, why: noAnswer + `.*aborted due to timeout`, setup: func(c *cloud) {
 			c.override = func(r *http.Request) *answer {
 				if strings.HasSuffix(r.URL.Path, "/events") {
-					return &answer{status: http.StatusOK, body: []byte(`{}`), delay: time.Minute}
+					return &answer{held: true}
 				}
 				return nil
 			}
