@@ -29,7 +29,7 @@ func TestWhatTheWebMetricCouldNotDecide(t *testing.T) {
 				_, _ = w.Write([]byte(`{"updates":[]}`))
 			}))
 			defer portal.Close()
-			got, jobs := driveJobs(t, against(base, portal.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(base, portal.URL), cluster...)
 			if got.Status.Phase != failed {
 				t.Errorf("phase %s, want Failed: %s", got.Status.Phase, got.Status.Message)
 			}
@@ -70,7 +70,7 @@ func TestWhatTheWebMetricCouldNotDecide(t *testing.T) {
 				}
 				return &answer{status: http.StatusBadGateway, body: []byte("<html>Bad Gateway</html>")}
 			}
-			got, jobs := driveJobs(t, against(base, c.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(base, c.URL), cluster...)
 			if got.Status.Phase != failed {
 				t.Errorf("phase %s, want Failed: %s", got.Status.Phase, got.Status.Message)
 			}
@@ -99,7 +99,7 @@ func TestWhatTheWebMetricCouldNotDecide(t *testing.T) {
 				}
 				return nil
 			}
-			got, jobs := driveJobs(t, against(base, cloud.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(base, cloud.URL), cluster...)
 			if got.Status.Phase != successful {
 				t.Errorf("phase %s: %s (jobs %+v, requests %q)", got.Status.Phase, got.Status.Message, jobs, cloud.Requests())
 			}
@@ -132,7 +132,7 @@ func TestWhatTheWebMetricCouldNotDecide(t *testing.T) {
 					defer cloud.stack.mu.Unlock()
 					cloud.stack.previews[before] = []preview{asPreview(op(commit, c.result, t0, map[string]int{"same": 4}))}
 				}
-				got, jobs := driveJobs(t, against(base, cloud.URL), time.Minute, cluster...)
+				got, jobs := driveJobs(t, against(base, cloud.URL), cluster...)
 				if string(got.Status.Phase) != c.want {
 					t.Errorf("phase %s, want %s: %s (jobs %+v, requests %q)", got.Status.Phase, c.want, got.Status.Message, jobs, cloud.Requests())
 				}

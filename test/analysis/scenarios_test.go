@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -244,7 +243,7 @@ func TestVerificationPhases(t *testing.T) {
 				if kind == "preview" {
 					want = sc.preview
 				}
-				got, jobs := driveJobs(t, run, time.Minute, cluster...)
+				got, jobs := driveJobs(t, run, cluster...)
 				if got.Status.Phase != want {
 					t.Errorf("phase %s, want %s: %s (requests: %d; jobs: %+v)", got.Status.Phase, want, got.Status.Message, len(c.Requests()), jobs)
 				}

@@ -6,8 +6,8 @@ import (
 	"sync"
 )
 
-// starting bounds how many node processes start at once, so that a test's Jobs do not wait on this machine
-// behind every other test's for longer than the test's limit (the Jobs' deadlines are on their own clock).
+// starting bounds how many node processes start at once, so that a run's Jobs do not wait on this machine
+// behind every other test's (the Jobs' deadlines are on their own clock, which starts once node has loaded).
 var starting = newStartQueue(4 * runtime.NumCPU())
 
 // startQueue hands out the slots to start node, first to the Jobs of a test that already started one (the
