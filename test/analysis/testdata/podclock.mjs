@@ -4,7 +4,7 @@
 // reason, starting node take no time on it however busy this machine is, and a 45-minute verification
 // takes seconds while the script's intervals and timeout stay as emitted. The Job's activeDeadlineSeconds
 // (`deadline`, in ms) runs on the same clock: when it comes the pod says so on fd 3 and stops, and the
-// harness kills it. The script's timeout (AbortSignal.timeout) runs on it too; the stand-in answers a request
+// harness kills it. Each request's timeout (AbortSignal.timeout) runs on it too; the stand-in answers a request
 // it holds with `x-stand-in-hold` (pulumicloud.go), which this clock makes a request that never answers,
 // so the pod waits on its timers alone and the request's timeout comes as it would. Undici's own connect
 // and keep-alive timers (Node's fetch) stay on real time.
