@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"testing"
-	"time"
 
 	"infra-change-platform/test/internal/plan"
 )
@@ -24,7 +23,7 @@ func TestAllDigitCommit(t *testing.T) {
 			t.Parallel()
 			c := newCloud(t, token)
 			ops(kind, op(digits, "succeeded", t0, nil), op(other, "failed", t0+100, nil))(c)
-			if got := drive(t, against(base, c.URL), time.Minute, cluster...); got.Status.Phase != successful {
+			if got := drive(t, against(base, c.URL), cluster...); got.Status.Phase != successful {
 				t.Errorf("phase %s: %s", got.Status.Phase, got.Status.Message)
 			}
 		})

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"testing"
-	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -35,19 +34,19 @@ func TestControllerMeasures(t *testing.T) {
 			}}},
 		}
 	}
-	if got, jobs := driveJobs(t, probe(`process.exit(0)`), time.Minute); got.Status.Phase != successful || len(jobs) != 1 {
+	if got, jobs := driveJobs(t, probe(`process.exit(0)`)); got.Status.Phase != successful || len(jobs) != 1 {
 		t.Errorf("exit 0: phase %s, jobs %+v %+v", got.Status.Phase, jobs, got.Status.MetricResults)
 	}
-	if got, jobs := driveJobs(t, probe(`process.stderr.write("no\n"); process.exit(1)`), time.Minute); got.Status.Phase != failed || jobs[0].Stderr != "no\n" {
+	if got, jobs := driveJobs(t, probe(`process.stderr.write("no\n"); process.exit(1)`)); got.Status.Phase != failed || jobs[0].Stderr != "no\n" {
 		t.Errorf("exit 1: phase %s, jobs %+v %+v", got.Status.Phase, jobs, got.Status.MetricResults)
 	}
-	// Ten minutes on the Jobs' clock are 6 s: a script that sleeps a day on it is still running then.
-	if got, jobs := driveJobs(t, probe(`setTimeout(() => {}, 86_400_000)`), time.Minute); got.Status.Phase != failed || jobs[0].Reason != "DeadlineExceeded" {
+	// A script that sleeps a day on the pod's clock is still running when its clock reaches the deadline.
+	if got, jobs := driveJobs(t, probe(`setTimeout(() => {}, 86_400_000)`)); got.Status.Phase != failed || jobs[0].Reason != "DeadlineExceeded" {
 		t.Errorf("past the deadline: phase %s, jobs %+v", got.Status.Phase, jobs)
 	}
 	missing := corev1.EnvVar{Name: "T", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "accessToken"}}}
-	if got, jobs := driveJobs(t, probe(`process.exit(0)`, missing), time.Minute); got.Status.Phase != failed || jobs[0].Reason != "DeadlineExceeded" {
+	if got, jobs := driveJobs(t, probe(`process.exit(0)`, missing)); got.Status.Phase != failed || jobs[0].Reason != "DeadlineExceeded" {
 		t.Errorf("without the Secret: phase %s, jobs %+v", got.Status.Phase, jobs)
 	}
 }

@@ -3,7 +3,6 @@ package analysis
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -51,7 +50,7 @@ func TestVerificationSurvivesDisruption(t *testing.T) {
 					}
 					job.Metadata.Annotations[podFatesAnnotation] = c.fates
 				}
-				got, jobs := driveJobs(t, run, time.Minute, cluster...)
+				got, jobs := driveJobs(t, run, cluster...)
 				if got.Status.Phase != c.want {
 					t.Fatalf("phase %s, want %s: %s (jobs %+v)", got.Status.Phase, c.want, got.Status.Message, jobs)
 				}

@@ -9,7 +9,9 @@
 // Ours, models, each following the upstream file named beside it:
 //   - jobs.go: the kube Job controller, and only it: a Job's pod run as node, its exit code through the
 //     Job's podFailurePolicy and backoffLimit, its activeDeadlineSeconds (kubernetes v1.34.3
-//     pkg/controller/job/job_controller.go, pkg/controller/job/pod_failure_policy.go);
+//     pkg/controller/job/job_controller.go, pkg/controller/job/pod_failure_policy.go), on the pod's clock
+//     (testdata/podclock.mjs), which passes only while the pod waits on its timers, so a busy machine
+//     never decides a verdict;
 //   - run.go: Kargo's AnalysisRun builder (akuity/kargo v1.11.2 pkg/rollouts/analysis_run_builder.go, with
 //     the expression environment of pkg/controller/stages/regular_stages.go and commitFrom of
 //     pkg/expressions/function/functions.go);

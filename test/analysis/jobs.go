@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,8 +39,10 @@ type jobRun struct {
 // Failed condition (through the Job's podFailurePolicy exit-code rules and backoffLimit, a failed run rerun
 // as a new pod), and activeDeadlineSeconds (on the test's clock) Failed/DeadlineExceeded, as the kube Job
 // controller does (kubernetes v1.34.3 pkg/controller/job/job_controller.go: syncJob's backoff limit,
-// pastActiveDeadline). It is OUR model of that controller. Node's timers and the Job's deadline run
-// `jobSpeed` times faster.
+// pastActiveDeadline). It is OUR model of that controller. The Job's deadline runs on the pod's clock
+// (testdata/podclock.mjs), which the harness controls: it passes only while the pod waits on its timers,
+// `jobSpeed` times faster than real time, so how busy this machine is never decides whether a verdict came
+// before the deadline.
 type jobController struct {
 	t    *testing.T
 	kube kubernetes.Interface
@@ -53,16 +57,23 @@ type jobController struct {
 	started bool
 }
 
-// jobSpeed is how much faster than real time the Jobs' clock runs: slower than the controller's (`speed`),
-// because node on a loaded test machine takes tens of milliseconds to start and to look at the stand-in; at
-// 100 a 10 s interval is 100 ms, a 15-minute preview timeout 9 s, and the deadline's 5 minutes of slack 3 s.
-const jobSpeed = 100
+// jobSpeed is how much faster than real time the pods' clock runs while they wait on their timers: a 10 s
+// interval is 10 ms. Work takes no time on that clock, so the speed bounds only how fast a run goes.
+const jobSpeed = 1000
 
-// fastClock is the preload that makes node's timers and Date.now run `jobSpeed` times faster.
-func fastClock() string {
+// podClock is the preload that gives node the pod's clock, with the Job's deadline (what is left of it) on
+// it; none when the Job has none.
+func podClock(deadline time.Duration) string {
 	_, file, _, _ := runtime.Caller(0)
-	return fmt.Sprintf("file://%s?speed=%d", filepath.Join(filepath.Dir(file), "testdata", "fastclock.mjs"), jobSpeed)
+	url := fmt.Sprintf("file://%s?speed=%d", filepath.Join(filepath.Dir(file), "testdata", "podclock.mjs"), jobSpeed)
+	if deadline < noDeadline {
+		url += fmt.Sprintf("&deadline=%d", deadline.Milliseconds())
+	}
+	return url
 }
+
+// noDeadline is the deadline of a Job without activeDeadlineSeconds.
+const noDeadline = time.Duration(1<<62 - 1)
 
 // runJobs watches the cluster's Jobs until ctx ends; wait() then waits for the Jobs still running to stop.
 func runJobs(ctx context.Context, t *testing.T, kube kubernetes.Interface, api *kubeAPI) *jobController {
@@ -129,16 +140,17 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 		c.t.Errorf("Job %s: no backoffLimit; the stand-in runs a pod up to backoffLimit+1 times", job.Name)
 		return
 	}
-	deadline := time.Duration(1<<62 - 1)
+	deadline := noDeadline
 	if s := job.Spec.ActiveDeadlineSeconds; s != nil {
-		deadline = time.Duration(*s) * time.Second / jobSpeed
+		deadline = time.Duration(*s) * time.Second
 	}
 	command, env, err := c.resolve(ctx, job, pod)
 	if err != nil {
-		// The kubelet cannot start such a container: the pod waits until the Job's deadline.
+		// The kubelet cannot start such a container: the pod waits until the Job's deadline, and nothing
+		// else happens meanwhile that real time could race.
 		record.Stderr = err.Error()
 		select {
-		case <-time.After(deadline):
+		case <-time.After(deadline / jobSpeed):
 			record.Condition, record.Reason = batchv1.JobFailed, "DeadlineExceeded"
 			c.finish(job, record)
 		case <-ctx.Done():
@@ -170,9 +182,8 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 			}
 			continue
 		}
-		began := time.Now()
-		exit, stderr, stdout, ran := c.exec(ctx, command, env, deadline)
-		deadline -= time.Since(began)
+		exit, stderr, stdout, used, ran := c.exec(ctx, command, env, deadline)
+		deadline -= used
 		record.Stderr += stderr
 		record.Stdout += stdout
 		switch {
@@ -181,8 +192,8 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 		case exit == nil:
 			record.Condition = batchv1.JobComplete
 		case errors.Is(exit, context.DeadlineExceeded):
-			// exec kills the pod at the deadline; a pod that exited first reached its verdict in time, however
-			// long this machine then took to hand it over (judging that by wall time raced the policy below).
+			// exec kills the pod when its clock reaches the deadline; a pod that exited first reached its
+			// verdict in time.
 			record.Condition, record.Reason = batchv1.JobFailed, "DeadlineExceeded"
 		default:
 			action, counts := matchPodFailure(job.Spec.PodFailurePolicy, pod.Containers[0].Name, exitCode(exit), nil)
@@ -204,11 +215,12 @@ func (c *jobController) run(ctx context.Context, job *batchv1.Job) {
 	}
 }
 
-// exec runs one pod: node with the container's command and env; its exit (context.DeadlineExceeded past the
-// deadline), stderr, stdout, and false when ctx ended first.
-func (c *jobController) exec(ctx context.Context, command, env []string, deadline time.Duration) (error, string, string, bool) {
+// exec runs one pod: node with the container's command and env, on the pod's clock with what is left of the
+// deadline; its exit (context.DeadlineExceeded when its clock reached the deadline), stderr, stdout, the
+// time it took on its clock, and false when ctx ended first.
+func (c *jobController) exec(ctx context.Context, command, env []string, deadline time.Duration) (error, string, string, time.Duration, bool) {
 	if !starting.acquire(ctx, c) {
-		return nil, "", "", false
+		return nil, "", "", 0, false
 	}
 	started := false
 	release := func() {
@@ -221,10 +233,10 @@ func (c *jobController) exec(ctx context.Context, command, env []string, deadlin
 	r, w, err := os.Pipe()
 	if err != nil {
 		c.t.Error(err)
-		return nil, "", "", false
+		return nil, "", "", 0, false
 	}
 	defer r.Close()
-	cmd := exec.Command("node", append([]string{"--import", fastClock()}, command[1:]...)...)
+	cmd := exec.Command("node", append([]string{"--import", podClock(deadline)}, command[1:]...)...)
 	cmd.Env = env
 	cmd.ExtraFiles = []*os.File{w}
 	var stderr, stdout bytes.Buffer
@@ -232,30 +244,51 @@ func (c *jobController) exec(ctx context.Context, command, env []string, deadlin
 	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return err, err.Error(), "", true
+		return err, err.Error(), "", 0, true
 	}
 	w.Close()
-	loaded := make(chan struct{})
-	go func() { _, _ = r.Read(make([]byte, 1)); close(loaded) }()
+	// What the pod's clock says on fd 3: loaded, the deadline reached, and at exit how long it ran.
+	said := make(chan string, 16)
+	go func() {
+		defer close(said)
+		lines := bufio.NewScanner(r)
+		for lines.Scan() {
+			said <- lines.Text()
+		}
+	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	var timeout <-chan time.Time
+	used := time.Duration(0)
+	lines := said
 	for {
 		select {
-		case <-loaded:
-			loaded = nil
-			release()
-			timeout = time.After(deadline)
+		case line, ok := <-lines:
+			switch {
+			case !ok:
+				lines = nil
+			case line == "loaded":
+				release()
+			case line == "deadline":
+				_ = cmd.Process.Kill()
+				<-exited
+				return context.DeadlineExceeded, stderr.String(), stdout.String(), deadline, true
+			case strings.HasPrefix(line, "clock "):
+				if ms, err := strconv.ParseInt(strings.TrimPrefix(line, "clock "), 10, 64); err == nil {
+					used = time.Duration(ms) * time.Millisecond
+				}
+			}
 		case err := <-exited:
-			return err, stderr.String(), stdout.String(), true
-		case <-timeout:
-			_ = cmd.Process.Kill()
-			<-exited
-			return context.DeadlineExceeded, stderr.String(), stdout.String(), true
+			// The clock's last word comes before the exit; read what is left of it.
+			for line := range said {
+				if ms, perr := strconv.ParseInt(strings.TrimPrefix(line, "clock "), 10, 64); perr == nil && strings.HasPrefix(line, "clock ") {
+					used = time.Duration(ms) * time.Millisecond
+				}
+			}
+			return err, stderr.String(), stdout.String(), used, true
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			<-exited
-			return nil, stderr.String(), stdout.String(), false
+			return nil, stderr.String(), stdout.String(), used, false
 		}
 	}
 }

@@ -120,7 +120,7 @@ const tokenPrefix = "token-of-job:"
 
 // awaitMeasurement waits (up to ten seconds, for a loaded machine) until the run lists the measurement of the
 // Job asking: the controller records it just after creating the Job, long before a real pod asks, while
-// here the Job's clock runs a hundred times faster.
+// here a Job's clock runs a thousand times faster.
 func (a *kubeAPI) awaitMeasurement(ctx context.Context, ns, name, job string) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		run, err := a.argo.ArgoprojV1alpha1().AnalysisRuns(ns).Get(ctx, name, metav1.GetOptions{})

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	"github.com/pulumi/pulumi-cloud-sdk/go/apitype"
@@ -62,7 +61,7 @@ func TestPreviewStopsOnlyWhereItCannotTell(t *testing.T) {
 			cloud := newCloud(t, token)
 			previewWith(cloud, c.steps...)
 			run := withArgs(against(tr.base, cloud.URL), map[string]string{"stop-on": c.stopOn, "deciders": "security-approvers", "approve-stage": "qa-app"})
-			got, jobs := driveJobs(t, run, time.Minute, cluster...)
+			got, jobs := driveJobs(t, run, cluster...)
 			if got.Status.Phase != c.want {
 				t.Fatalf("phase %s, want %s: %s (jobs %+v)", got.Status.Phase, c.want, got.Status.Message, jobs)
 			}
@@ -99,7 +98,7 @@ func TestUpdateLessThanItsReplacement(t *testing.T) {
 					cloud.stack.setEvents("preview", id, engineEvents(true, db("create-replacement"), db("replace"), step{op: "delete-replaced", typ: "aws:rds/instance:Instance", name: "db"}))
 				}
 			}
-			got, jobs := driveJobs(t, against(tr.base, cloud.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(tr.base, cloud.URL), cluster...)
 			if got.Status.Phase != c.want {
 				t.Fatalf("phase %s, want %s: %s (jobs %+v)", got.Status.Phase, c.want, got.Status.Message, jobs)
 			}
@@ -154,7 +153,7 @@ func TestIncompleteEventsReadAgain(t *testing.T) {
 				}
 				return nil
 			}
-			got, jobs := driveJobs(t, against(tr.base, cloud.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(tr.base, cloud.URL), cluster...)
 			if got.Status.Phase != c.want {
 				t.Fatalf("phase %s, want %s: %s (jobs %+v)", got.Status.Phase, c.want, got.Status.Message, jobs)
 			}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -166,7 +165,7 @@ func TestTwoProgramStage(t *testing.T) {
 			runs[i] = p.run
 		}
 		seen := false
-		got, _ := driveTogether(t, runs, time.Minute, func(current []*v1alpha1.AnalysisRun) bool {
+		got, _ := driveTogether(t, runs, func(current []*v1alpha1.AnalysisRun) bool {
 			if s == nil || seen || !s.when(current) {
 				return false
 			}

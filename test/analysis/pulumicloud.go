@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pulumi/pulumi-cloud-sdk/go/apitype"
 )
@@ -24,12 +23,18 @@ type (
 	preview    = apitype.UpdateInfo
 )
 
-// answer is what the stand-in serves on one request: a status and a body, after an optional delay.
+// answer is what the stand-in serves on one request: a status and a body; or, held, no answer at all.
 type answer struct {
 	status int
 	body   []byte
-	delay  time.Duration
+	// held: the request never answers. The stand-in says so at once (holdHeader), and the pod's clock
+	// (testdata/podclock.mjs) keeps the request waiting until its own timeout: on that clock, not this
+	// machine's, which a real wait would race.
+	held bool
 }
+
+// holdHeader marks an answer the pod's clock turns into a request that never answers.
+const holdHeader = "X-Stand-In-Hold"
 
 func jsonAnswer(v any) answer {
 	raw, err := json.Marshal(v)
@@ -263,12 +268,10 @@ func (c *cloud) serve(w http.ResponseWriter, r *http.Request) {
 		c.onServe(r.URL.Path, n)
 	}
 	a := c.answer(r)
-	if a.delay > 0 {
-		select {
-		case <-time.After(a.delay):
-		case <-r.Context().Done():
-			return
-		}
+	if a.held {
+		w.Header().Set(holdHeader, "never")
+		w.WriteHeader(http.StatusOK)
+		return
 	}
 	if a.status == http.StatusOK && json.Valid(a.body) {
 		w.Header().Set("Content-Type", "application/json")

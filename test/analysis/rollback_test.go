@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,7 +80,7 @@ func TestRollbackComparedWithItsOwnPreview(t *testing.T) {
 				own = asPreview(op(commit, "succeeded", t0+2000, nil))
 				cloud.stack.setPreviews(own) // against the latest version, 2
 				cloud.stack.setEvents("preview", own.UpdateID, engineEvents(true, rollback...))
-				got, jobs := driveJobs(t, against(newRun(t, kargo, previewStage, freight), cloud.URL), time.Minute, cluster...)
+				got, jobs := driveJobs(t, against(newRun(t, kargo, previewStage, freight), cloud.URL), cluster...)
 				if got.Status.Phase != failed {
 					t.Fatalf("%s: the rollback's preview did not stop on its delete: %s %s", previewStage.GetName(), got.Status.Phase, got.Status.Message)
 				}
@@ -93,7 +92,7 @@ func TestRollbackComparedWithItsOwnPreview(t *testing.T) {
 			// A decider let it through: PKO updates the stack (version 3), and the update Stage verifies it.
 			cloud.stack.finishUpdate(op(commit, "succeeded", t0+2100, nil))
 			cloud.stack.setEvents("update", updateID(3), engineEvents(false, c.update...))
-			got, jobs := driveJobs(t, against(newRun(t, kargo, updateStage, freight), cloud.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(newRun(t, kargo, updateStage, freight), cloud.URL), cluster...)
 			if got.Status.Phase != c.want {
 				t.Fatalf("%s: phase %s, want %s: %s (jobs %+v)", updateStage.GetName(), got.Status.Phase, c.want, got.Status.Message, jobs)
 			}

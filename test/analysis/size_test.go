@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"infra-change-platform/test/internal/plan"
 
@@ -66,7 +65,7 @@ func TestRequestAndRunSize(t *testing.T) {
 				}
 			}
 			ops(kind, list...)(c)
-			got := drive(t, against(base, c.URL), time.Minute, cluster...)
+			got := drive(t, against(base, c.URL), cluster...)
 			if got.Status.Phase != successful {
 				t.Fatalf("phase %s: %s", got.Status.Phase, got.Status.Message)
 			}

@@ -6,8 +6,8 @@ import (
 	"sync"
 )
 
-// starting bounds how many node processes start at once, so that the test machine's load does not eat
-// into the Jobs' deadlines, which are `jobSpeed` times shorter than emitted.
+// starting bounds how many node processes start at once, so that a run's Jobs do not wait on this machine
+// behind every other test's (the Jobs' deadlines are on their own clock, which starts once node has loaded).
 var starting = newStartQueue(4 * runtime.NumCPU())
 
 // startQueue hands out the slots to start node, first to the Jobs of a test that already started one (the
@@ -80,7 +80,3 @@ func (q *startQueue) releaseLocked() {
 	w.group.started = true
 	close(w.granted)
 }
-
-// exec runs node with the fast clock preloaded. The deadline counts from when node has loaded (the
-// preload writes to fd 3): starting node on this machine stands for the pod starting, which the emitted
-// deadline's slack covers in a cluster. It returns the exit (context.DeadlineExceeded when killed at the

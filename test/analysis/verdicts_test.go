@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1"
 	"github.com/pulumi/pulumi-cloud-sdk/go/apitype"
@@ -107,7 +106,7 @@ func TestPreviewStopsOnEachClass(t *testing.T) {
 				steps := append(append([]step{}, harmless...), ofClass[class]...)
 				p := previewWith(cloud, steps...)
 				run := withArgs(against(tr.base, cloud.URL), map[string]string{"stop-on": c.stopOn, "deciders": "security-approvers", "approve-stage": "qa-bucket"})
-				got, jobs := driveJobs(t, run, time.Minute, cluster...)
+				got, jobs := driveJobs(t, run, cluster...)
 				if got.Status.Phase != c.want {
 					t.Fatalf("phase %s, want %s: %s (jobs %+v)", got.Status.Phase, c.want, got.Status.Message, jobs)
 				}
@@ -239,10 +238,10 @@ func TestUpdateComparedWithItsPreview(t *testing.T) {
 				return nil
 			}
 		}, why: `^no succeeded update of ` + commit + ` on \S+ within \d+[smh]; Pulumi Cloud still answers update/\S+/events: HTTP 404, Update not found`},
-		{name: "events answered too slowly, until the timeout", preview: changed, update: changed, want: failed, setup: func(c *cloud) {
+		{name: "events never answered", preview: changed, update: changed, want: failed, why: noAnswer + `.*aborted due to timeout`, setup: func(c *cloud) {
 			c.override = func(r *http.Request) *answer {
 				if strings.HasSuffix(r.URL.Path, "/events") {
-					return &answer{status: http.StatusOK, body: []byte(`{}`), delay: time.Minute}
+					return &answer{held: true}
 				}
 				return nil
 			}
@@ -263,7 +262,7 @@ func TestUpdateComparedWithItsPreview(t *testing.T) {
 			if c.setup != nil {
 				c.setup(cloud)
 			}
-			got, jobs := driveJobs(t, against(tr.base, cloud.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(tr.base, cloud.URL), cluster...)
 			if got.Status.Phase != c.want {
 				t.Fatalf("phase %s, want %s: %s (jobs %+v)", got.Status.Phase, c.want, got.Status.Message, jobs)
 			}
@@ -297,7 +296,7 @@ func TestEventsPaged(t *testing.T) {
 	cloud.eventsPerPage = 1
 	steps := append(append([]step{}, harmless...), ofClass["loss"]...)
 	p := previewWith(cloud, steps...)
-	got, jobs := driveJobs(t, withArgs(against(tr.base, cloud.URL), map[string]string{"stop-on": "loss"}), time.Minute, cluster...)
+	got, jobs := driveJobs(t, withArgs(against(tr.base, cloud.URL), map[string]string{"stop-on": "loss"}), cluster...)
 	if got.Status.Phase != failed {
 		t.Fatalf("phase %s: %s (jobs %+v)", got.Status.Phase, got.Status.Message, jobs)
 	}
@@ -359,7 +358,7 @@ func TestStopApprovalAndUpdate(t *testing.T) {
 			cloud := newCloud(t, token)
 			cloud.stack.unpreviewed = true
 			previewWith(cloud, shown...)
-			preview, jobs := driveJobs(t, against(newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commit}), cloud.URL), time.Minute, cluster...)
+			preview, jobs := driveJobs(t, against(newRun(t, kargo, stage, gitCommit{RepoURL: repoURL(t, kargo), ID: commit}), cloud.URL), cluster...)
 			if preview.Status.Phase != failed {
 				t.Fatalf("%s: the preview did not stop on %s: %s %s", stage.GetName(), class, preview.Status.Phase, preview.Status.Message)
 			}
@@ -386,7 +385,7 @@ func TestStopApprovalAndUpdate(t *testing.T) {
 			// Approved: Kargo promotes the Freight to that Stage, PKO updates the stack, the Stage verifies it.
 			cloud.stack.finishUpdate(op(commit, "succeeded", t0+600, nil))
 			cloud.stack.setEvents("update", updateID(cloud.stack.version()), engineEvents(false, c.update...))
-			got, jobs := driveJobs(t, against(run, cloud.URL), time.Minute, cluster...)
+			got, jobs := driveJobs(t, against(run, cloud.URL), cluster...)
 			if got.Status.Phase != c.want {
 				t.Fatalf("update: phase %s, want %s: %s (jobs %+v)", got.Status.Phase, c.want, got.Status.Message, jobs)
 			}

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,12 +47,18 @@ func TestVMLimitsAndMessagesAreArgoCDs(t *testing.T) {
 		t.Fatal("argo-cd util/lua/lua.go no longer sets its timeout as the VM reads it: re-read it")
 	}
 	limit, _ := time.ParseDuration(m[1] + "s")
-	start := time.Now()
-	if _, err := Run(`while true do end`, anyObject, false); err == nil {
-		t.Fatal("an endless script returned")
+	if TimeLimit != limit {
+		t.Errorf("the VM stops a script after %v, Argo CD after %v", TimeLimit, limit)
 	}
-	if took := time.Since(start); took < limit || took > limit*3/2+250*time.Millisecond {
-		t.Errorf("an endless script stopped after %v, Argo CD stops it after %v", took, limit)
+	// Stopped by that limit (its context's deadline), never before it; how long after it this machine took
+	// to get there is its load, not the VM's rule, so it is not judged.
+	start := time.Now()
+	_, err := Run(`while true do end`, anyObject, false)
+	if err == nil || !strings.Contains(err.Error(), context.DeadlineExceeded.Error()) {
+		t.Fatalf("an endless script ended with %v, not at its time limit", err)
+	}
+	if took := time.Since(start); took < limit {
+		t.Errorf("an endless script stopped after %v, before Argo CD's %v", took, limit)
 	}
 	msg := regexp.MustCompile(`invalidHealthStatus\s*=\s*"([^"]+)"`).FindStringSubmatch(src)
 	if msg == nil {
