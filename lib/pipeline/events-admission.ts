@@ -66,6 +66,16 @@ export function stopApprovalAdmission(p: Pipeline, sensorUser: string) {
 export const approvalRecorders = (kargoNamespace: string) =>
   ["kargo-api", "kargo-webhooks-server"].map((sa) => serviceAccountUser(kargoNamespace, sa));
 
+/** Writes of an Event through either Event API (core and events.k8s.io store the same objects). */
+const eventWrites = [
+  {
+    apiGroups: ["", "events.k8s.io"],
+    apiVersions: ["v1"],
+    operations: ["CREATE", "UPDATE"],
+    resources: ["events"],
+  },
+];
+
 /**
  * The Event the record is made from is Kargo's: in the project's namespace, an Event with reason
  * FreightApproved is created or changed only by Kargo's components, so nobody else allowed to create Events
@@ -74,29 +84,17 @@ export const approvalRecorders = (kargoNamespace: string) =>
 export function approvalEventAdmission(p: Pipeline, kargoNamespace: string) {
   const name = `${p.project}-freight-approved-events`;
   const recorders = approvalRecorders(kargoNamespace);
-  const policy = denyPolicy(
-    p,
-    name,
-    [
-      {
-        apiGroups: ["", "events.k8s.io"],
-        apiVersions: ["v1"],
-        operations: ["CREATE", "UPDATE"],
-        resources: ["events"],
-      },
+  const policy = denyPolicy(p, name, eventWrites, {
+    matchConditions: [
+      { name: "freight-approved", expression: "object.?reason.orValue('') == 'FreightApproved'" },
     ],
-    {
-      matchConditions: [
-        { name: "freight-approved", expression: "object.?reason.orValue('') == 'FreightApproved'" },
-      ],
-      validations: [
-        forbidden(
-          `request.userInfo.username in [${recorders.map(lit).join(", ")}]`,
-          `reason: a FreightApproved Event in namespace ${p.project} records who approved Freight; only Kargo (${recorders.join(", ")}) records one`,
-        ),
-      ],
-    },
-  );
+    validations: [
+      forbidden(
+        `request.userInfo.username in [${recorders.map(lit).join(", ")}]`,
+        `reason: a FreightApproved Event in namespace ${p.project} records who approved Freight; only Kargo (${recorders.join(", ")}) records one`,
+      ),
+    ],
+  });
   const binding = denyBinding(p, name, inNamespace(p.project));
   return { policy, binding };
 }
@@ -139,32 +137,20 @@ export function driftRecordAdmission(p: Pipeline, sensorUser: string) {
 export function driftEventAdmission(p: Pipeline) {
   const name = `${p.project}-drift-check-events`;
   const operator = `system:serviceaccount:${platformNamespaces.pulumiOperator}:`;
-  const policy = denyPolicy(
-    p,
-    name,
-    [
+  const policy = denyPolicy(p, name, eventWrites, {
+    matchConditions: [
       {
-        apiGroups: ["", "events.k8s.io"],
-        apiVersions: ["v1"],
-        operations: ["CREATE", "UPDATE"],
-        resources: ["events"],
+        name: "stack-update-failure",
+        expression: `object.?reason.orValue('') == ${lit(STACK_UPDATE_FAILURE)}`,
       },
     ],
-    {
-      matchConditions: [
-        {
-          name: "stack-update-failure",
-          expression: `object.?reason.orValue('') == ${lit(STACK_UPDATE_FAILURE)}`,
-        },
-      ],
-      validations: [
-        forbidden(
-          `request.userInfo.username.startsWith(${lit(operator)})`,
-          `reason: a ${STACK_UPDATE_FAILURE} Event in namespace ${p.stacks.namespace} is what the drift record is made from; only the Pulumi Kubernetes Operator (${operator}*) records one`,
-        ),
-      ],
-    },
-  );
+    validations: [
+      forbidden(
+        `request.userInfo.username.startsWith(${lit(operator)})`,
+        `reason: a ${STACK_UPDATE_FAILURE} Event in namespace ${p.stacks.namespace} is what the drift record is made from; only the Pulumi Kubernetes Operator (${operator}*) records one`,
+      ),
+    ],
+  });
   const binding = denyBinding(p, name, inNamespace(p.stacks.namespace));
   return { policy, binding };
 }

@@ -19,16 +19,12 @@ import (
 	sensorvalidate "github.com/argoproj/argo-events/pkg/reconciler/sensor"
 	"github.com/argoproj/argo-events/pkg/sensors/triggers"
 	httptrigger "github.com/argoproj/argo-events/pkg/sensors/triggers/http"
-	standardk8s "github.com/argoproj/argo-events/pkg/sensors/triggers/standard-k8s"
 	sharedutil "github.com/argoproj/argo-events/pkg/shared/util"
 	notifications "github.com/argoproj/notifications-engine/pkg/services"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
 const (
@@ -369,22 +365,7 @@ func recordsEachApproval(t *testing.T, r router) {
 		scheme := runtime.NewScheme()
 		_ = corev1.AddToScheme(scheme)
 		dyn := dynamicfake.NewSimpleDynamicClient(scheme)
-		k := standardk8s.NewStandardK8sTrigger(kubefake.NewSimpleClientset(), dyn, r.sensor, tr, zap.NewNop().Sugar())
-		res, err := k.FetchResource(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err = k.ApplyResourceParameters(evs, res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := k.Execute(context.Background(), evs, res); err != nil {
-			t.Fatal(err)
-		}
-		list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(p.Project).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		list := r.runK8sTrigger(t, tr, evs, dyn, p.Project)
 		if len(list.Items) != 1 {
 			t.Fatalf("stage %s: the Sensor created %d objects in %s, want one ConfigMap", stage, len(list.Items), p.Project)
 		}

@@ -1,22 +1,17 @@
 package argoevents
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/argoproj/argo-events/pkg/apis/events/v1alpha1"
-	standardk8s "github.com/argoproj/argo-events/pkg/sensors/triggers/standard-k8s"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
 // driftMessage is the Update's message PKO v2.9.0 leaves when a drift check's preview proposes changes (the
@@ -134,21 +129,7 @@ func TestADriftChecksFailureIsRecordedByTheSensor(t *testing.T) {
 				if tr.Template.K8s.Operation != v1alpha1.Patch {
 					t.Fatalf("the drift record's trigger %s must patch the existing record", tr.Template.K8s.Operation)
 				}
-				k := standardk8s.NewStandardK8sTrigger(kubefake.NewSimpleClientset(), dyn, r.sensor, tr, zap.NewNop().Sugar())
-				res, err := k.FetchResource(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res, err = k.ApplyResourceParameters(evs, res); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := k.Execute(context.Background(), evs, res); err != nil {
-					t.Fatal(err)
-				}
-				list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(p.Project).List(context.Background(), metav1.ListOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				list := r.runK8sTrigger(t, tr, evs, dyn, p.Project)
 				if len(list.Items) != 1 || list.Items[0].GetName() != "drift-"+d.Stage {
 					t.Fatalf("stage %s: the Sensor left %v in %s, want only drift-%s", d.Stage, names(list.Items), p.Project, d.Stage)
 				}

@@ -2,6 +2,7 @@ package argoevents
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,8 +15,14 @@ import (
 	"github.com/argoproj/argo-events/pkg/apis/events/v1alpha1"
 	"github.com/argoproj/argo-events/pkg/eventsources/events"
 	"github.com/argoproj/argo-events/pkg/sensors/dependencies"
+	standardk8s "github.com/argoproj/argo-events/pkg/sensors/triggers/standard-k8s"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
 // plan is what test/argoevents/plan.ts prints: both projects' Kubernetes objects, cluster-setup planned with
@@ -266,4 +273,26 @@ func equalJSON(t *testing.T, got, want map[string]any) {
 	if string(g) != string(w) {
 		t.Errorf("got  %s\nwant %s", g, w)
 	}
+}
+
+// runK8sTrigger runs Argo Events' own `k8s` trigger for the events, as the Sensor does (fetch the resource,
+// apply the parameters, execute), against dyn, and lists the ConfigMaps it leaves in the namespace.
+func (r router) runK8sTrigger(t *testing.T, tr *v1alpha1.Trigger, evs map[string]*v1alpha1.Event, dyn dynamic.Interface, namespace string) *unstructured.UnstructuredList {
+	t.Helper()
+	k := standardk8s.NewStandardK8sTrigger(kubefake.NewSimpleClientset(), dyn, r.sensor, tr, zap.NewNop().Sugar())
+	res, err := k.FetchResource(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = k.ApplyResourceParameters(evs, res); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Execute(context.Background(), evs, res); err != nil {
+		t.Fatal(err)
+	}
+	list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
 }

@@ -188,12 +188,19 @@ func approvedEvents(t *testing.T, project, policy string, recorders []string, as
 	if _, err := admin.CoreV1().Events(project).Create(ctx, event("other.1", "PromotionSucceeded"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("an administrator's other Event was refused: %v", err)
 	}
-	_, err := admin.EventsV1().Events(project).Create(ctx, &eventsv1.Event{
+	refusedThroughEventsAPI(t, admin, policy, &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: "forged.2", Namespace: project},
 		EventTime:  metav1.NowMicro(), ReportingController: "kargo-api", ReportingInstance: "x", Action: "Approve",
 		Reason: "FreightApproved", Regarding: corev1.ObjectReference{Kind: "Freight", Namespace: project, Name: "f"}, Type: corev1.EventTypeNormal,
-	}, metav1.CreateOptions{})
+	})
+}
+
+// refusedThroughEventsAPI: the administrator's Event, written through events.k8s.io (the other API that
+// stores Events), is refused by the policy named.
+func refusedThroughEventsAPI(t *testing.T, admin kubernetes.Interface, policy string, e *eventsv1.Event) {
+	t.Helper()
+	_, err := admin.EventsV1().Events(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), policy) {
-		t.Errorf("an administrator's FreightApproved Event through events.k8s.io was not refused by %s: %v", policy, err)
+		t.Errorf("an administrator's %s Event through events.k8s.io was not refused by %s: %v", e.Reason, policy, err)
 	}
 }
