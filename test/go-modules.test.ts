@@ -1,7 +1,8 @@
 // The Go harness's modules build their shared libraries once. A module nested for one upstream's pins
 // (test/go-modules.ts) that also holds the libraries test/go.mod holds at other versions makes Go build the
 // whole Kubernetes client, gRPC and the rest a second time on a first run (minutes on two cores: README,
-// "Prerequisites"). test/argocdnotify differs from test/go.mod only where Argo CD's pins matter.
+// "Prerequisites"). test/argocdnotify and test/argoevents differ from test/go.mod only where their upstream's
+// own pins matter.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -11,22 +12,40 @@ import { buildChains, requirements } from "./go-modules";
 const read = (dir: string) => requirements(fs.readFileSync(path.join(repoRoot, dir, "go.mod"), "utf8"));
 
 describe("the Go harness's modules", () => {
-  it("hold test/argocdnotify to test/go.mod's versions, but for Argo CD's notifications engine and its templates' libraries", () => {
-    const parent = read("test");
-    const own = read("test/argocdnotify");
-    // Argo CD v3.4.4's pins, which are what test/argocdnotify runs (its go.mod says why).
-    const argoCdPins = [
+  // Each nested module that builds the Kubernetes client, and the libraries of its own upstream it keeps at that
+  // upstream's versions (its go.mod says why). test/pulumiengine holds none of test/go.mod's Kubernetes
+  // libraries: Pulumi's engine keeps its own gRPC and OpenTelemetry.
+  const ownPins: Record<string, string[]> = {
+    // Argo CD v3.4.4's notifications engine and its templates' libraries.
+    "test/argocdnotify": [
       "github.com/argoproj/notifications-engine",
       "github.com/Masterminds/semver/v3",
       "dario.cat/mergo",
       "github.com/spf13/cast",
-    ];
-    const differing = [...own]
-      .filter(([p, v]) => parent.has(p) && parent.get(p) !== v && !argoCdPins.includes(p))
-      .map(([p, v]) => `${p} ${v}, test/go.mod ${parent.get(p)}`);
-    expect(differing).toEqual([]);
-    // And the engine itself is not the one Argo Rollouts pins: the module exists for that difference.
-    expect(own.get(argoCdPins[0]!)).not.toBe(parent.get(argoCdPins[0]!));
+    ],
+    // Argo Events v1.9.10's notifications engine and the Slack client its Slack trigger sends with.
+    "test/argoevents": ["github.com/argoproj/notifications-engine", "github.com/slack-go/slack"],
+  };
+
+  it.each(Object.entries(ownPins))(
+    "hold %s to test/go.mod's versions, but for its upstream's own pins",
+    (dir, pins) => {
+      const parent = read("test");
+      const own = read(dir);
+      const differing = [...own]
+        .filter(([p, v]) => parent.has(p) && parent.get(p) !== v && !pins.includes(p))
+        .map(([p, v]) => `${p} ${v}, test/go.mod ${parent.get(p)}`);
+      expect(differing).toEqual([]);
+      // And the engine itself is not the one Argo Rollouts pins: the module exists for that difference.
+      expect(own.get(pins[0]!)).not.toBe(parent.get(pins[0]!));
+    },
+  );
+
+  it("name every module that builds the Kubernetes client beside test/go.mod above", () => {
+    const withClient = buildChains()
+      .flat()
+      .filter((dir) => dir !== "test" && read(dir).has("k8s.io/client-go"));
+    expect(withClient.sort()).toEqual(Object.keys(ownPins).sort());
   });
 
   it("run one after another where they build the same Kubernetes client, nested modules first", () => {

@@ -6,8 +6,10 @@
 // go.mod replaces them with its own staging folders, which a dependency cannot use) needs them to build, and
 // Argo Rollouts v1.9.0 needs them too (its go.mod replaces them with v0.34.1; a module replaces each path
 // once). Checked with v0.34.3: `go build ./...` and `go vet` of argo-rollouts/analysis, metricproviders/webmetric
-// and its fake clientset pass. The `tool` block pins the Kubernetes API server and etcd the tests build and
-// run (test/internal/apiserver): k8s.io/kubernetes v1.34.3 and go.etcd.io/etcd/server/v3 v3.6.6.
+// and its fake clientset pass. A few libraries stand at the versions Argo Events v1.9.10 needs
+// (golang.org/x/sys, Prometheus' client, aws-sdk-go, ghinstallation), above what Rollouts and Kargo pin, so
+// that test/argoevents builds them once with this module. The `tool` block pins the Kubernetes API server and
+// etcd the tests build and run (test/internal/apiserver): k8s.io/kubernetes v1.34.3 and go.etcd.io/etcd/server/v3 v3.6.6.
 module infra-change-platform/test
 
 go 1.26.6
@@ -75,7 +77,7 @@ require (
 	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/argoproj/notifications-engine v0.5.0 // indirect
 	github.com/argoproj/pkg v0.13.6 // indirect
-	github.com/aws/aws-sdk-go v1.44.116 // indirect
+	github.com/aws/aws-sdk-go v1.47.11 // indirect
 	github.com/aws/aws-sdk-go-v2 v1.42.1 // indirect
 	github.com/aws/aws-sdk-go-v2/config v1.32.29 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.19.28 // indirect
@@ -97,7 +99,7 @@ require (
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/bmatcuk/doublestar/v4 v4.9.2 // indirect
 	github.com/bombsimon/logrusr/v4 v4.1.0 // indirect
-	github.com/bradleyfalzon/ghinstallation/v2 v2.14.0 // indirect
+	github.com/bradleyfalzon/ghinstallation/v2 v2.16.0 // indirect
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chainguard-dev/git-urls v1.0.2 // indirect
@@ -144,6 +146,7 @@ require (
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-containerregistry v0.20.7 // indirect
 	github.com/google/go-github/v69 v69.2.0 // indirect
+	github.com/google/go-github/v72 v72.0.0 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/s2a-go v0.1.9 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -195,9 +198,9 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/pquerna/cachecontrol v0.1.0 // indirect
-	github.com/prometheus/client_golang v1.23.0 // indirect
+	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
-	github.com/prometheus/common v0.65.0 // indirect
+	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/common/sigv4 v0.1.0 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/pulumi/pulumi-cloud-sdk/go v1.20261110.0 // indirect
@@ -245,7 +248,7 @@ require (
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.34.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.44.0 // indirect
 	golang.org/x/text v0.38.0 // indirect
 	golang.org/x/time v0.14.0 // indirect

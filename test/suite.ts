@@ -2,20 +2,24 @@
 // first that fails, as `a && b && …` would. What waits only on the network starts beside them from the first
 // second: the Go modules each module of the harness builds with, and Renovate with the Node it runs on. On
 // empty caches those downloads otherwise come after the CPU-bound checks, one after another (docs/testing.md,
-// "How long the suite takes"). A prefetch that fails says nothing: the step that needs it downloads again and
+// "How long the suite takes"). Once the Go modules are in, the Go harness's packages compile beside the checks at
+// the lowest priority. A prefetch that fails says nothing: the step that needs it downloads again and
 // reports the error itself.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as path from "node:path";
-import { goModuleDirs } from "./go-modules";
+import { goCompileEnv, goModuleDirs } from "./go-modules";
 
 const root = path.resolve(__dirname, "..");
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const children = new Set<ChildProcess>();
 
-/** Runs in the background with its output discarded; resolves when it ends, however it ends. */
-function background(command: string, args: string[], cwd: string): Promise<void> {
+/**
+ * Runs in the background with its output discarded; resolves when it ends, however it ends. In a process group
+ * of its own, so that stopping it stops what it started (the Go command's compilers).
+ */
+function background(command: string, args: string[], cwd: string, env = process.env): Promise<void> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, stdio: "ignore" });
+    const child = spawn(command, args, { cwd, env, stdio: "ignore", detached: true });
     children.add(child);
     child.on("error", () => resolve());
     child.on("exit", () => {
@@ -28,7 +32,7 @@ function background(command: string, args: string[], cwd: string): Promise<void>
 /** The checks `npm test` runs, in order, and the download each waits for first. */
 export const suiteSteps = ["typecheck", "lint", "test:vitest", "test:renovate", "test:engines"] as const;
 
-/** The downloads, started at once; each step that needs one waits for it. */
+/** The downloads, started at once, and the Go build after them; each step that needs one waits for it. */
 function prefetch(): Partial<Record<(typeof suiteSteps)[number], Promise<void>>> {
   const hasGo = spawnSync("go", ["version"], { stdio: "ignore" }).status === 0;
   // `go mod download` with no arguments fetches the modules the main module's packages (and its `tool`
@@ -39,6 +43,7 @@ function prefetch(): Partial<Record<(typeof suiteSteps)[number], Promise<void>>>
         Promise.resolve(),
       )
     : Promise.resolve();
+  if (hasGo) void goModules.then(prebuild);
   const renovate = background(
     process.execPath,
     ["--import", "tsx", "test/renovate-check.ts", "--prefetch"],
@@ -47,9 +52,37 @@ function prefetch(): Partial<Record<(typeof suiteSteps)[number], Promise<void>>>
   return { "test:renovate": renovate, "test:engines": goModules };
 }
 
-function stopChildren() {
-  for (const child of children) child.kill();
+/**
+ * After the downloads, the harness's packages compiled into Go's build cache as the harness compiles them, at the
+ * lowest priority: the type-check and ESLint use one core, and much of a first run's Go build fits beside them.
+ * The harness stops it as it starts (stopPrebuild), finds done what is done and builds the rest itself.
+ */
+async function prebuild() {
+  const env = goCompileEnv();
+  for (const dir of goModuleDirs) {
+    if (!prebuilding) return;
+    const tools = dir === "test" ? ["tool"] : [];
+    const list = ["go", "list", "-export", "-deps", "-test", "./...", ...tools];
+    await background("nice", ["-n", "19", ...list], path.join(root, dir), env);
+  }
 }
+
+let prebuilding = true;
+function stopPrebuild() {
+  prebuilding = false;
+  stopChildren();
+}
+
+function stopChildren() {
+  for (const child of children) {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // Already ended.
+    }
+  }
+}
+
 /** A step in the foreground, asynchronous so that the downloads beside it go on from one to the next. */
 function step(script: string): Promise<number> {
   return new Promise((resolve) => {
@@ -63,6 +96,7 @@ async function main() {
   const downloads = prefetch();
   for (const script of suiteSteps) {
     await downloads[script];
+    if (script === "test:engines") stopPrebuild();
     const status = await step(script);
     if (status !== 0) {
       stopChildren();

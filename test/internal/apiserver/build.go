@@ -91,6 +91,9 @@ func Build(ctx context.Context, moduleDir string) (Binaries, error) {
 		tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg)
 		cmd.Dir = moduleDir
+		// Compiled as test/go-harness.ts compiles the test binaries (GOFLAGS, which the tests inherit, and the
+		// compiler's memory settings, which they do not), so the libraries they share are built once.
+		cmd.Env = append(os.Environ(), "GOGC=off", "GOMEMLIMIT=1536MiB")
 		var output bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &output, &output
 		if err := cmd.Run(); err != nil {

@@ -163,9 +163,11 @@ func (s *Server) run(name, binary string, args ...string) error {
 		return err
 	}
 	cmd := exec.Command(binary, args...)
-	// The servers run with Go's default garbage collection, as Kubernetes ships them: the harness raises GOGC
+	// The servers run with Go's default garbage collection, as Kubernetes ships them: the harness changes it
 	// for the compiler only (test/go-harness.ts), and the server's memory would grow with it.
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") })
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+	})
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
