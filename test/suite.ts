@@ -6,6 +6,8 @@
 // the lowest priority. A prefetch that fails says nothing: the step that needs it downloads again and
 // reports the error itself.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { goCompileEnv, goModuleDirs } from "./go-modules";
 
@@ -14,12 +16,12 @@ const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const children = new Set<ChildProcess>();
 
 /**
- * Runs in the background with its output discarded; resolves when it ends, however it ends. In a process group
- * of its own, so that stopping it stops what it started (the Go command's compilers).
+ * Runs in the background with its output discarded; resolves when it ends, however it ends. In this process's
+ * session, so that `nice` orders it behind the checks (Linux weighs each session's processes as one group).
  */
 function background(command: string, args: string[], cwd: string, env = process.env): Promise<void> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env, stdio: "ignore", detached: true });
+    const child = spawn(command, args, { cwd, env, stdio: "ignore" });
     children.add(child);
     child.on("error", () => resolve());
     child.on("exit", () => {
@@ -58,7 +60,9 @@ function prefetch(): Partial<Record<(typeof suiteSteps)[number], Promise<void>>>
  * The harness stops it as it starts (stopPrebuild), finds done what is done and builds the rest itself.
  */
 async function prebuild() {
-  const env = goCompileEnv();
+  // Its own work folder: stopped, the Go command leaves the compiles under way no folder to finish into.
+  prebuildWork = fs.mkdtempSync(path.join(os.tmpdir(), "go-prebuild-"));
+  const env = { ...goCompileEnv(), GOTMPDIR: prebuildWork };
   for (const dir of goModuleDirs) {
     if (!prebuilding) return;
     const tools = dir === "test" ? ["tool"] : [];
@@ -68,19 +72,15 @@ async function prebuild() {
 }
 
 let prebuilding = true;
+let prebuildWork: string | undefined;
 function stopPrebuild() {
   prebuilding = false;
   stopChildren();
 }
 
 function stopChildren() {
-  for (const child of children) {
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      // Already ended.
-    }
-  }
+  for (const child of children) child.kill("SIGKILL");
+  if (prebuildWork) fs.rmSync(prebuildWork, { recursive: true, force: true });
 }
 
 /** A step in the foreground, asynchronous so that the downloads beside it go on from one to the next. */
