@@ -84,11 +84,11 @@ async function main() {
   // 10 minutes, our 30) fails it on a loaded machine. A hung run is stopped by CI's job limit.
   // Four modules: test/go.mod; test/argocdnotify/go.mod (Argo CD's notifications at the engine Argo CD
   // pins, which test/go.mod cannot hold beside the one Argo Rollouts pins); test/argoevents/go.mod (Argo
-  // Events v1.9.10, whose Kubernetes and notifications-engine pins differ again); test/pulumiengine/go.mod
+  // Events v1.9.10, whose notifications-engine pin differs again); test/pulumiengine/go.mod
   // (Pulumi's deployment engine, whose gRPC and OpenTelemetry pins are its own). A package path under
-  // ./<module>/ runs in that module. Modules that build the same Kubernetes client run one after another
-  // (buildChains), the rest at once: each `go test` leaves cores idle while its slowest package runs alone,
-  // and the next module's builds fill them. Each module's report is printed as it ends.
+  // ./<module>/ runs in that module. test/go.mod runs beside the nested modules, which run one after another
+  // (buildChains): while one `go test` waits on its slowest package, the other's builds fill the idle core.
+  // Each module's report is printed as it ends.
   const nested = goModuleDirs
     .filter((d) => d !== "test")
     .map((d) => path.relative(testDir, path.join(root, d)));

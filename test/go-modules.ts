@@ -43,21 +43,18 @@ export function requirements(goMod: string): Map<string, string> {
 }
 
 /**
- * The modules grouped into chains that run one after another: those that resolve the Kubernetes client to the
- * same version. Run at once on empty caches, two `go test`s each compile that client and what uses it (Go's
- * build cache shares only finished work); one after the other, the second finds it built. Nested modules come
- * first in a chain: they are smaller, and test/go.mod, the longest run, then starts on a warm cache.
+ * The modules in two chains that run beside each other, each module after the one before it in its chain:
+ * test/go.mod, whose tests run longest, alone and at once; the nested modules one after another beside it, first
+ * those that do not build the Kubernetes client, then those that do, so that by then test/go.mod has built it
+ * (Go's build cache shares only finished work: two `go test`s at once would each compile it). Two at a time
+ * also bounds the compiles and test binaries running at once, and so the memory they hold.
  */
 export function buildChains(dirs: string[] = goModuleDirs): string[][] {
-  const chains = new Map<string, string[]>();
-  for (const dir of [...dirs.filter((d) => d !== "test"), ...dirs.filter((d) => d === "test")]) {
-    const client = requirements(fs.readFileSync(path.join(root, dir, "go.mod"), "utf8")).get(
-      "k8s.io/client-go",
-    );
-    const key = client ? `client-go ${client}` : dir;
-    chains.set(key, [...(chains.get(key) ?? []), dir]);
-  }
-  return [...chains.values()];
+  const client = (dir: string) =>
+    requirements(fs.readFileSync(path.join(root, dir, "go.mod"), "utf8")).has("k8s.io/client-go");
+  const nested = dirs.filter((d) => d !== "test");
+  const beside = [...nested.filter((d) => !client(d)), ...nested.filter(client)];
+  return [dirs.filter((d) => d === "test"), beside].filter((chain) => chain.length > 0);
 }
 
 /**

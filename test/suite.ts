@@ -63,10 +63,14 @@ async function prebuild() {
   // Its own work folder: stopped, the Go command leaves the compiles under way no folder to finish into.
   prebuildWork = fs.mkdtempSync(path.join(os.tmpdir(), "go-prebuild-"));
   const env = { ...goCompileEnv(), GOTMPDIR: prebuildWork };
-  for (const dir of goModuleDirs) {
+  // kube-apiserver and etcd first (test/go.mod's `tool` block): the tests that need them wait for their build.
+  const lists = goModuleDirs.flatMap((dir) => [
+    ...(dir === "test" ? [{ dir, packages: ["tool"] }] : []),
+    { dir, packages: ["-test", "./..."] },
+  ]);
+  for (const { dir, packages } of lists) {
     if (!prebuilding) return;
-    const tools = dir === "test" ? ["tool"] : [];
-    const list = ["go", "list", "-export", "-deps", "-test", "./...", ...tools];
+    const list = ["go", "list", "-export", "-deps", ...packages];
     await background("nice", ["-n", "19", ...list], path.join(root, dir), env);
   }
 }
