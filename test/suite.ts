@@ -14,27 +14,18 @@ import { goCompileEnv, goModuleDirs } from "./go-modules";
 const root = path.resolve(__dirname, "..");
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const children = new Set<ChildProcess>();
-const stoppable = new Set<ChildProcess>();
 
 /**
  * Runs in the background with its output discarded; resolves when it ends, however it ends. In this process's
  * session, so that `nice` orders it behind the checks (Linux weighs each session's processes as one group).
  */
-function background(
-  command: string,
-  args: string[],
-  cwd: string,
-  env = process.env,
-  stop = false,
-): Promise<void> {
+function background(command: string, args: string[], cwd: string, env = process.env): Promise<void> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd, env, stdio: "ignore" });
     children.add(child);
-    if (stop) stoppable.add(child);
     child.on("error", () => resolve());
     child.on("exit", () => {
       children.delete(child);
-      stoppable.delete(child);
       resolve();
     });
   });
@@ -64,25 +55,23 @@ function prefetch(): Partial<Record<(typeof suiteSteps)[number], Promise<void>>>
 }
 
 /**
- * After the downloads, the harness's packages compiled into Go's build cache as the harness compiles them. First
- * kube-apiserver and etcd (test/go.mod's `tool` block), at the checks' own priority: the API server tests wait on
- * that build, the longest part of the harness's first run, and the type-check and ESLint leave a core to it. Then
- * the rest at the lowest priority, which the harness stops as it starts (stopPrebuild): it finds done what is
- * done and builds the rest itself.
+ * After the downloads, the harness's packages compiled into Go's build cache as the harness compiles them, at the
+ * lowest priority: the type-check and ESLint use one core, and much of a first run's Go build fits beside them.
+ * The harness stops it as it starts (stopPrebuild), finds done what is done and builds the rest itself.
  */
 async function prebuild() {
-  // A work folder of its own: a stopped Go command leaves the compiles under way no folder to finish into.
+  // Its own work folder: stopped, the Go command leaves the compiles under way no folder to finish into.
   prebuildWork = fs.mkdtempSync(path.join(os.tmpdir(), "go-prebuild-"));
   const env = { ...goCompileEnv(), GOTMPDIR: prebuildWork };
+  // kube-apiserver and etcd first (test/go.mod's `tool` block): the tests that need them wait for their build.
   const lists = goModuleDirs.flatMap((dir) => [
-    ...(dir === "test" ? [{ dir, packages: ["tool"], behind: false }] : []),
-    { dir, packages: ["-test", "./..."], behind: true },
+    ...(dir === "test" ? [{ dir, packages: ["tool"] }] : []),
+    { dir, packages: ["-test", "./..."] },
   ]);
-  for (const { dir, packages, behind } of lists) {
+  for (const { dir, packages } of lists) {
     if (!prebuilding) return;
     const list = ["go", "list", "-export", "-deps", ...packages];
-    const [command, ...args] = behind ? ["nice", "-n", "19", ...list] : list;
-    await background(command!, args, path.join(root, dir), env, behind);
+    await background("nice", ["-n", "19", ...list], path.join(root, dir), env);
   }
 }
 
@@ -90,7 +79,7 @@ let prebuilding = true;
 let prebuildWork: string | undefined;
 function stopPrebuild() {
   prebuilding = false;
-  for (const child of stoppable) child.kill("SIGKILL");
+  stopChildren();
 }
 
 function stopChildren() {
@@ -118,7 +107,6 @@ async function main() {
       process.exit(status);
     }
   }
-  stopChildren();
 }
 
 if (require.main === module) {
