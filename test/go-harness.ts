@@ -127,8 +127,8 @@ function goTest({ dir, targets }: { dir: string; targets: string[] }): Promise<v
       "-json",
       "-count=1",
       "-timeout=0",
-      // go test's vet first analyses every package the tests import: on a first run as much CPU as compiling a
-      // third of them. `go vet ./...` in a module runs it when you change the harness's Go.
+      // go test's vet first analyses every package the tests import: from an empty build cache, test/argoevents
+      // took 62 s of CPU with it, 5 without. `go vet ./...` in a module runs it when you change the harness's Go.
       "-vet=off",
       "-ldflags=-w",
       "-exec",

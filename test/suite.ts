@@ -2,8 +2,8 @@
 // first that fails, as `a && b && …` would. What waits only on the network starts beside them from the first
 // second: the Go modules each module of the harness builds with, and Renovate with the Node it runs on. On
 // empty caches those downloads otherwise come after the CPU-bound checks, one after another (docs/testing.md,
-// "How long the suite takes"). Once the Go modules are in, the Go harness's packages compile beside the checks at
-// the lowest priority. A prefetch that fails says nothing: the step that needs it downloads again and
+// "How long the suite takes"). Once the Go modules are in, the Go harness's packages compile beside the checks
+// (prebuild). A prefetch that fails says nothing: the step that needs it downloads again and
 // reports the error itself.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
