@@ -19,7 +19,9 @@ export default tseslint.config(
   {
     files: ["**/*.ts"],
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // One program from tsconfig.json, as `npm run typecheck` builds it: the project service (projectService)
+      // took twice the CPU here, 71 s against 35 s.
+      parserOptions: { project: ["./tsconfig.json"], tsconfigRootDir: import.meta.dirname },
     },
     plugins: { "@pulumi": pulumi },
     rules: {

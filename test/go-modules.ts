@@ -69,10 +69,17 @@ export function buildChains(dirs: string[] = goModuleDirs): string[][] {
  * would let each one's heap grow to GOMEMLIMIT before it collected once.
  */
 export function goCompileEnv(): NodeJS.ProcessEnv {
-  const configured = spawnSync("go", ["env", "GOFLAGS"], { cwd: path.join(root, "test"), encoding: "utf8" });
-  const goFlags = [configured.stdout?.trim(), "-gcflags=all=-l"].filter(Boolean).join(" ");
+  if (configuredGoFlags === undefined) {
+    const configured = spawnSync("go", ["env", "GOFLAGS"], {
+      cwd: path.join(root, "test"),
+      encoding: "utf8",
+    });
+    configuredGoFlags = configured.stdout?.trim() ?? "";
+  }
+  const goFlags = [configuredGoFlags, "-gcflags=all=-l"].filter(Boolean).join(" ");
   return { GOGC: "off", GOMEMLIMIT: "1536MiB", ...process.env, GOFLAGS: goFlags };
 }
+let configuredGoFlags: string | undefined;
 
 /** `go test -exec`: each test binary without the compiler's memory settings. */
 export const testBinaryExec = "env -u GOGC -u GOMEMLIMIT";

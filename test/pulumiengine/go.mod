@@ -1,6 +1,9 @@
 // Pulumi's own deployment engine at v3.274.1 (engine.Update, previews and updates, with deploytest's fake
-// providers), its events converted as the CLI uploads them. A module of its own: pulumi/pkg's dependency pins
-// (gRPC, OpenTelemetry, cloud SDKs) are not the parent module's (test/go.mod) Kubernetes and Argo ones.
+// providers), its events converted as the CLI uploads them. A module of its own: Pulumi's packages need none
+// of the parent module's Kubernetes and Argo code. Every library both build with (golang.org/x, gRPC, protobuf,
+// OpenTelemetry) is at test/go.mod's version, which stands at Pulumi's, so that Go builds it once for both on
+// a first run (test/go-modules.test.ts holds the modules to that). Pulumi's cloud SDK stays at the CLI's own
+// pin (v1.20261104.0): the events here are converted as that CLI uploads them.
 module infra-change-platform/test/pulumiengine
 
 go 1.26.6
@@ -46,7 +49,7 @@ require (
 	github.com/go-git/gcfg/v2 v2.0.2 // indirect
 	github.com/go-git/go-billy/v6 v6.0.0-beta.1 // indirect
 	github.com/go-git/go-git/v6 v6.0.0-beta.1 // indirect
-	github.com/go-jose/go-jose/v4 v4.1.6 // indirect
+	github.com/go-jose/go-jose/v4 v4.1.8 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-test/deep v1.1.1 // indirect
@@ -54,7 +57,7 @@ require (
 	github.com/gofrs/uuid v4.2.0+incompatible // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/glog v1.2.5 // indirect
-	github.com/google/go-querystring v1.1.0 // indirect
+	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect
@@ -113,7 +116,7 @@ require (
 	github.com/uber/jaeger-lib v2.4.1+incompatible // indirect
 	github.com/vbauerster/cupwriter v0.0.4 // indirect
 	github.com/vbauerster/mpb/v8 v8.15.2 // indirect
-	github.com/xeipuuv/gojsonpointer v0.0.0-20180127040702-4e3ac2762d5f // indirect
+	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
 	github.com/xo/terminfo v1.2.0 // indirect

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -82,33 +83,60 @@ func Build(ctx context.Context, moduleDir string) (Binaries, error) {
 	// No time limit of our own: cold, on two cores, kube-apiserver takes about 4 minutes alone, and far longer on
 	// a machine shared with other work, which a fixed limit once failed (go test runs with -timeout=0). ctx is
 	// the caller's: an interrupted run stops the build.
+	var missing []string
 	for name, pkg := range tools {
-		out := filepath.Join(dir, name)
-		if exists(out) {
+		if !exists(filepath.Join(dir, name)) {
+			missing = append(missing, pkg)
+		}
+	}
+	if len(missing) == 0 {
+		return bins, nil
+	}
+	started := time.Now()
+	tmp, err := os.MkdirTemp(dir, ".build-")
+	if err != nil {
+		return Binaries{}, err
+	}
+	defer os.RemoveAll(tmp)
+	// One `go build` for both: one action graph, so what they share compiles once and the two links run side by
+	// side. -ldflags=-w: no DWARF, as the test binaries link (test/go-harness.ts).
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-ldflags=-w", "-o", tmp + string(filepath.Separator)}, missing...)...)
+	cmd.Dir = moduleDir
+	// Compiled as test/go-harness.ts compiles the test binaries (GOFLAGS, which the tests inherit, and the
+	// compiler's memory settings, which they do not), so the libraries they share are built once.
+	cmd.Env = append(os.Environ(), "GOGC=off", "GOMEMLIMIT=1536MiB")
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (stopped after %s)", ctx.Err(), time.Since(started).Round(time.Second))
+		}
+		return Binaries{}, fmt.Errorf("apiserver: go build %s (test/go.mod) failed: %v\n%s", strings.Join(missing, " "), err, output.String())
+	}
+	for name, pkg := range tools {
+		if !slices.Contains(missing, pkg) {
 			continue
 		}
-		started := time.Now()
-		tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg)
-		cmd.Dir = moduleDir
-		// Compiled as test/go-harness.ts compiles the test binaries (GOFLAGS, which the tests inherit, and the
-		// compiler's memory settings, which they do not), so the libraries they share are built once.
-		cmd.Env = append(os.Environ(), "GOGC=off", "GOMEMLIMIT=1536MiB")
-		var output bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &output, &output
-		if err := cmd.Run(); err != nil {
-			os.Remove(tmp)
-			if ctx.Err() != nil {
-				err = fmt.Errorf("%w (stopped after %s)", ctx.Err(), time.Since(started).Round(time.Second))
-			}
-			return Binaries{}, fmt.Errorf("apiserver: go build %s (test/go.mod) failed: %v\n%s", pkg, err, output.String())
-		}
-		if err := os.Rename(tmp, out); err != nil {
+		if err := os.Rename(filepath.Join(tmp, execName(pkg)), filepath.Join(dir, name)); err != nil {
 			return Binaries{}, err
 		}
-		fmt.Fprintf(os.Stderr, "apiserver: built %s in %s into %s\n", name, time.Since(started).Round(time.Second), dir)
 	}
+	fmt.Fprintf(os.Stderr, "apiserver: built %s in %s into %s\n", strings.Join(missing, " "), time.Since(started).Round(time.Second), dir)
 	return bins, nil
+}
+
+// execName is the file `go build -o DIR/` writes a main package to: its path's last element, or the one before a
+// major version suffix (cmd/go/internal/load's DefaultExecName).
+func execName(pkg string) string {
+	elems := strings.Split(pkg, "/")
+	name := elems[len(elems)-1]
+	if len(elems) > 1 && len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
+		name = elems[len(elems)-2]
+	}
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	return name
 }
 
 func exists(path string) bool {
