@@ -102,8 +102,8 @@ async function main() {
       : own
         ? [[{ dir: path.join(testDir, own), targets: ["./...", ...given.slice(1)] }]]
         : [[{ dir: testDir, targets: given }]];
-  // The nested modules' chain at a lower priority: test/go.mod's `test/kube` (the API server, then the largest
-  // pipeline) decides when the run ends, and the nested modules' builds fill the core its serial steps leave idle.
+  // The nested modules' chain at a lower priority: test/go.mod's `test/kube` (kube-apiserver's build, then the
+  // largest pipeline) decides when a first run ends, and the nested modules take the CPU it leaves.
   await Promise.all(
     chains.map(async (chain, i) => {
       for (const run of chain) await goTest(run, i === 0 ? 0 : 10);
