@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +34,18 @@ func TestCacheKeyFollowsVersionsNotComments(t *testing.T) {
 	write("go.sum", "k8s.io/kubernetes v1.34.4 h1:b\n")
 	if key() == first {
 		t.Errorf("another kube-apiserver version kept the cache folder %s", first)
+	}
+}
+
+// Build renames what `go build -o DIR/` wrote: execName must be the file name Go gives each tool.
+func TestExecNameIsGos(t *testing.T) {
+	for _, pkg := range tools {
+		out, err := exec.Command("go", "list", "-f", "{{.Target}}", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		if got, want := execName(pkg), filepath.Base(strings.TrimSpace(string(out))); got != want {
+			t.Errorf("execName(%s) = %q, go build writes %q", pkg, got, want)
+		}
 	}
 }
