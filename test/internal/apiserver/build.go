@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,12 +84,13 @@ func Build(ctx context.Context, moduleDir string) (Binaries, error) {
 	// No time limit of our own: cold, on two cores, kube-apiserver takes about 4 minutes alone, and far longer on
 	// a machine shared with other work, which a fixed limit once failed (go test runs with -timeout=0). ctx is
 	// the caller's: an interrupted run stops the build.
-	var missing []string
+	missing := map[string]string{} // name: package, of the tools not built yet
 	for name, pkg := range tools {
 		if !exists(filepath.Join(dir, name)) {
-			missing = append(missing, pkg)
+			missing[name] = pkg
 		}
 	}
+	pkgs := slices.Sorted(maps.Values(missing))
 	if len(missing) == 0 {
 		return bins, nil
 	}
@@ -100,7 +102,7 @@ func Build(ctx context.Context, moduleDir string) (Binaries, error) {
 	defer os.RemoveAll(tmp)
 	// One `go build` for both: one action graph, so what they share compiles once and the two links run side by
 	// side. -ldflags=-w: no DWARF, as the test binaries link (test/go-harness.ts).
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-ldflags=-w", "-o", tmp + string(filepath.Separator)}, missing...)...)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-ldflags=-w", "-o", tmp + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = moduleDir
 	// Compiled as test/go-harness.ts compiles the test binaries (GOFLAGS, which the tests inherit, and the
 	// compiler's memory settings, which they do not), so the libraries they share are built once.
@@ -111,17 +113,14 @@ func Build(ctx context.Context, moduleDir string) (Binaries, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (stopped after %s)", ctx.Err(), time.Since(started).Round(time.Second))
 		}
-		return Binaries{}, fmt.Errorf("apiserver: go build %s (test/go.mod) failed: %v\n%s", strings.Join(missing, " "), err, output.String())
+		return Binaries{}, fmt.Errorf("apiserver: go build %s (test/go.mod) failed: %v\n%s", strings.Join(pkgs, " "), err, output.String())
 	}
-	for name, pkg := range tools {
-		if !slices.Contains(missing, pkg) {
-			continue
-		}
+	for name, pkg := range missing {
 		if err := os.Rename(filepath.Join(tmp, execName(pkg)), filepath.Join(dir, name)); err != nil {
 			return Binaries{}, err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "apiserver: built %s in %s into %s\n", strings.Join(missing, " "), time.Since(started).Round(time.Second), dir)
+	fmt.Fprintf(os.Stderr, "apiserver: built %s in %s into %s\n", strings.Join(pkgs, " "), time.Since(started).Round(time.Second), dir)
 	return bins, nil
 }
 
