@@ -1,10 +1,10 @@
 package health
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -25,7 +25,8 @@ var validCodes = map[string]bool{
 	"Unknown": true, "Progressing": true, "Suspended": true, "Healthy": true, "Degraded": true, "Missing": true,
 }
 
-// TimeLimit is how long Argo CD lets a script run (argo-cd v3.4.4 util/lua/lua.go: context.WithTimeout 1s).
+// TimeLimit is how long Argo CD lets a script run (argo-cd v3.4.4 util/lua/lua.go: context.WithTimeout 1s),
+// counted here in the time the script is on a core (scriptContext).
 const TimeLimit = 1 * time.Second
 
 // Run evaluates a health script over obj as Argo CD v3.4.4 does (argo-cd v3.4.4 util/lua/lua.go,
@@ -49,7 +50,9 @@ func Run(script string, obj *unstructured.Unstructured, useOpenLibs bool) (Healt
 			return Health{}, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), TimeLimit)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctx, cancel := scriptContext(TimeLimit)
 	defer cancel()
 	l.SetContext(ctx)
 	l.SetGlobal("actionParams", l.CreateTable(0, 0))
