@@ -13,18 +13,18 @@ import (
 	"infra-change-platform/test/internal/plan"
 )
 
-// approveStage is the update stage a preview's stop is approved for, as its verification names it to the
-// notifications (lib/pipeline/notify.ts approve-stage): "" when the preview never stops.
-func approveStage(t *testing.T, preview string) string {
+// notice is what a program stage's verification tells the notifications under key (lib/pipeline/notify.ts
+// verificationNotice).
+func notice(t *testing.T, stage, key string) string {
 	t.Helper()
 	for _, s := range kargoPlan(t).OfKind("Stage") {
-		if s.GetName() != preview {
+		if s.GetName() != stage {
 			continue
 		}
 		a, _, _ := unstructured.NestedStringMap(s.Object, "spec", "verification", "analysisRunMetadata", "annotations")
-		return a["notifications.pipeline/approve-stage"]
+		return a["notifications.pipeline/"+key]
 	}
-	t.Fatalf("the plan has no Stage %s", preview)
+	t.Fatalf("the plan has no Stage %s", stage)
 	return ""
 }
 
@@ -35,8 +35,11 @@ func approveStage(t *testing.T, preview string) string {
 func TestStopApprovalInTheRecord(t *testing.T) {
 	t.Parallel()
 	defaultSensorRecords(t)
-	gate, preview, update := previewAfterGate(t)
-	if got := approveStage(t, preview); got != update {
+	// A preview that stops: its environment protected, as the plan says to the notifications (a fork may put
+	// an environment that never stops, `stopOn: []` or `protected: false`, behind the first gate).
+	gate, preview, update := previewAfterGate(t, func(preview string) bool { return notice(t, preview, "protected") == "true" })
+	// The update stage the preview's stop is approved for, as its verification names it to the notifications.
+	if got := notice(t, preview, "approve-stage"); got != update {
 		t.Fatalf("preview %s's stop is approved for %q, want %s (the stage after it)", preview, got, update)
 	}
 	for _, approved := range []bool{true, false} {
