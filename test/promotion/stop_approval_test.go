@@ -38,6 +38,9 @@ func TestStopApprovalInTheRecord(t *testing.T) {
 	// A preview that stops: its environment protected, as the plan says to the notifications (a fork may put
 	// an environment that never stops, `stopOn: []` or `protected: false`, behind the first gate).
 	gate, preview, update := previewAfterGate(t, func(preview string) bool { return notice(t, preview, "protected") == "true" })
+	if gate == "" {
+		t.Skip("NOT RUN: no preview after a gate stops in this pipeline (every environment behind a gate has stopOn: [])")
+	}
 	// The update stage the preview's stop is approved for, as its verification names it to the notifications.
 	if got := notice(t, preview, "approve-stage"); got != update {
 		t.Fatalf("preview %s's stop is approved for %q, want %s (the stage after it)", preview, got, update)
