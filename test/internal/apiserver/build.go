@@ -90,10 +90,10 @@ func Build(ctx context.Context, moduleDir string) (Binaries, error) {
 			missing[name] = pkg
 		}
 	}
-	pkgs := slices.Sorted(maps.Values(missing))
 	if len(missing) == 0 {
 		return bins, nil
 	}
+	pkgs := slices.Sorted(maps.Values(missing))
 	started := time.Now()
 	tmp, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
